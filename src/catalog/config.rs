@@ -1,0 +1,165 @@
+//! The catalog config file (TOML): which APIs to load, and per API the base URL override,
+//! credentials (by environment variable name, never the secret itself) and a read-only
+//! switch.
+//!
+//! ```toml
+//! data_dir = ".shortlist"          # optional, relative to this file
+//!
+//! [[api]]
+//! id = "tmdb"
+//! spec = "tmdb.json"               # relative to this file
+//! base_url = "https://api.themoviedb.org/3"
+//! read_only = true
+//! auth = { kind = "bearer", token_env = "TMDB_TOKEN" }
+//! ```
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A whole catalog config.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogConfig {
+    /// Where the index lives; relative paths are relative to the config file.
+    pub data_dir: Option<PathBuf>,
+    #[serde(default, rename = "api")]
+    pub apis: Vec<ApiConfig>,
+}
+
+/// One API entry.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    /// API id; defaults to the spec's file stem.
+    pub id: Option<String>,
+    /// Spec file (or folder of specs, each its own API).
+    pub spec: PathBuf,
+    /// Replaces the spec's servers.
+    pub base_url: Option<String>,
+    /// Refuse methods that are not safe (anything but GET/HEAD/OPTIONS).
+    #[serde(default)]
+    pub read_only: bool,
+    pub auth: Option<AuthConfig>,
+    /// Extra headers sent with every request (values are literal, not secrets).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Request timeout in seconds.
+    pub timeout_secs: Option<u64>,
+}
+
+/// Credentials, named by the environment variables that hold them.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuthConfig {
+    /// `Authorization: Bearer <token>`.
+    Bearer { token_env: String },
+    /// An API key in a header or a query parameter.
+    ApiKey {
+        name: String,
+        #[serde(rename = "in", default = "default_key_location")]
+        location: KeyLocation,
+        value_env: String,
+    },
+    /// HTTP basic auth.
+    Basic {
+        username_env: String,
+        password_env: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyLocation {
+    Header,
+    Query,
+}
+
+fn default_key_location() -> KeyLocation {
+    KeyLocation::Header
+}
+
+impl CatalogConfig {
+    /// Reads a config file; relative paths inside it are made relative to its folder.
+    pub fn load(path: &Path) -> anyhow::Result<CatalogConfig> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read catalog config: {e}", path.display()))?;
+        let mut cfg: CatalogConfig = toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: invalid catalog config: {}",
+                path.display(),
+                e.to_string().trim()
+            )
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for api in &mut cfg.apis {
+            if api.spec.is_relative() {
+                api.spec = dir.join(&api.spec);
+            }
+        }
+        if let Some(d) = &cfg.data_dir {
+            if d.is_relative() {
+                cfg.data_dir = Some(dir.join(d));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// A config equivalent to plain spec paths given on the command line.
+    pub fn from_paths(paths: &[PathBuf]) -> CatalogConfig {
+        CatalogConfig {
+            data_dir: None,
+            apis: paths
+                .iter()
+                .map(|p| ApiConfig {
+                    id: None,
+                    spec: p.clone(),
+                    base_url: None,
+                    read_only: false,
+                    auth: None,
+                    headers: Default::default(),
+                    timeout_secs: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The entry for an API id, if the config names it.
+    pub fn api(&self, id: &str) -> Option<&ApiConfig> {
+        self.apis.iter().find(|a| a.id.as_deref() == Some(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_auth_variants() {
+        let cfg: CatalogConfig = toml::from_str(
+            r#"
+            [[api]]
+            spec = "a.json"
+            auth = { kind = "api_key", name = "api_key", in = "query", value_env = "K" }
+            [[api]]
+            spec = "b.json"
+            read_only = true
+            auth = { kind = "basic", username_env = "U", password_env = "P" }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.apis[0].auth,
+            Some(AuthConfig::ApiKey {
+                name: "api_key".into(),
+                location: KeyLocation::Query,
+                value_env: "K".into()
+            })
+        );
+        assert!(cfg.apis[1].read_only);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        assert!(toml::from_str::<CatalogConfig>("[[api]]\nspec='a'\nbase='x'\n").is_err());
+    }
+}

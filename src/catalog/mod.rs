@@ -1,0 +1,286 @@
+//! Loading a catalog: one or more OpenAPI documents (Swagger 2.0, OpenAPI 3.0/3.1, JSON or
+//! YAML), each normalized into [`Endpoint`] records.
+//!
+//! A catalog never fails as a whole because one spec is broken: every spec that can be
+//! used is used, and every problem is reported with its file and JSON pointer.
+
+pub mod config;
+pub mod endpoint;
+pub mod naming;
+pub mod normalize;
+pub mod problem;
+pub mod resolve;
+pub mod source;
+pub mod swagger2;
+
+pub use config::{ApiConfig, AuthConfig, CatalogConfig, KeyLocation};
+pub use endpoint::*;
+pub use problem::{Problem, Severity};
+
+use std::path::{Path, PathBuf};
+
+/// File extensions that can hold a spec.
+const SPEC_EXTENSIONS: &[&str] = &["json", "yaml", "yml"];
+/// The infix that marks the enriched copy of a spec (`tmdb.enriched.json`).
+pub const ENRICHED_INFIX: &str = ".enriched";
+
+/// A loaded catalog.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub apis: Vec<Api>,
+    /// Sorted by (api, path, method); tool names are unique.
+    pub endpoints: Vec<Endpoint>,
+    /// Everything that went wrong, in file order. `Severity::Error` means that spec was
+    /// skipped.
+    pub problems: Vec<Problem>,
+    pub config: CatalogConfig,
+}
+
+/// One spec file to load and the API entry it belongs to.
+#[derive(Debug, Clone)]
+pub struct SpecSource {
+    pub id: String,
+    /// The file actually read: the enriched copy when one exists.
+    pub path: PathBuf,
+    /// The original spec file (differs from `path` when an enriched copy is used).
+    pub original: PathBuf,
+    pub config_index: usize,
+}
+
+impl Catalog {
+    /// Loads every spec the config lists.
+    pub fn load(config: &CatalogConfig) -> Catalog {
+        let mut problems = Vec::new();
+        let sources = expand_sources(config, &mut problems);
+        let mut apis = Vec::new();
+        let mut endpoints = Vec::new();
+        let results = load_parallel(&sources);
+        for (src, result) in sources.iter().zip(results) {
+            match result {
+                Ok(mut n) => {
+                    problems.append(&mut n.warnings);
+                    let cfg = &config.apis[src.config_index];
+                    if let Some(base) = &cfg.base_url {
+                        n.api.servers = vec![base.trim_end_matches('/').to_string()];
+                        for ep in &mut n.endpoints {
+                            ep.servers = n.api.servers.clone();
+                        }
+                    }
+                    apis.push(n.api);
+                    endpoints.append(&mut n.endpoints);
+                }
+                Err(p) => problems.push(p),
+            }
+        }
+        endpoints.sort_by(|a, b| (&a.api, &a.path, a.method).cmp(&(&b.api, &b.path, b.method)));
+        naming::assign(&mut endpoints, apis.len() > 1);
+        Catalog {
+            apis,
+            endpoints,
+            problems,
+            config: config.clone(),
+        }
+    }
+
+    /// Loads plain spec paths (files or folders).
+    pub fn load_paths(paths: &[PathBuf]) -> Catalog {
+        Catalog::load(&CatalogConfig::from_paths(paths))
+    }
+
+    /// Problems that made a spec be skipped.
+    pub fn errors(&self) -> impl Iterator<Item = &Problem> {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+    }
+
+    /// Problems that degraded a spec that still loaded.
+    pub fn warnings(&self) -> impl Iterator<Item = &Problem> {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Warning)
+    }
+
+    /// The endpoint with this tool name.
+    pub fn endpoint(&self, tool_name: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.tool_name == tool_name)
+    }
+
+    /// The API with this id.
+    pub fn api(&self, id: &str) -> Option<&Api> {
+        self.apis.iter().find(|a| a.id == id)
+    }
+
+    /// The config entry for an API id.
+    pub fn api_config(&self, id: &str) -> Option<&ApiConfig> {
+        self.config.api(id).or_else(|| {
+            // Folder entries and entries without an explicit id apply to each spec they hold.
+            let api = self.api(id)?;
+            self.config
+                .apis
+                .iter()
+                .find(|c| api.source.starts_with(&c.spec) || c.spec == api.source)
+        })
+    }
+}
+
+/// Loads specs on all cores; each spec is independent.
+fn load_parallel(sources: &[SpecSource]) -> Vec<Result<normalize::Normalized, Problem>> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<normalize::Normalized, Problem>>>> = sources
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(sources.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(src) = sources.get(i) else { break };
+                let r = load_one(src);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .zip(sources)
+        .map(|(slot, src)| {
+            slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                Err(Problem::error(
+                    &src.path,
+                    None,
+                    "internal error while loading",
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Loads one spec. A panic in the loader is a bug, but it must cost one spec, not the
+/// catalog, so it is caught and reported like any other problem.
+pub fn load_one(src: &SpecSource) -> Result<normalize::Normalized, Problem> {
+    let path = src.path.clone();
+    let id = src.id.clone();
+    std::panic::catch_unwind(move || {
+        let parsed = source::read_document(&path)?;
+        let mut n = normalize::normalize(&path, &id, parsed.value)?;
+        let mut warnings = parsed.warnings;
+        warnings.append(&mut n.warnings);
+        n.warnings = warnings;
+        Ok(n)
+    })
+    .unwrap_or_else(|_| {
+        Err(Problem::error(
+            &src.path,
+            None,
+            "internal error (a loader bug) while loading this spec",
+        ))
+    })
+}
+
+/// Turns config entries into spec files: a folder entry holds every spec file below it.
+pub fn expand_sources(config: &CatalogConfig, problems: &mut Vec<Problem>) -> Vec<SpecSource> {
+    let mut out: Vec<SpecSource> = Vec::new();
+    for (i, api) in config.apis.iter().enumerate() {
+        if api.spec.is_dir() {
+            let mut files = Vec::new();
+            walk(&api.spec, &mut files, 0);
+            files.sort();
+            for f in files {
+                if is_enriched(&f) {
+                    continue;
+                }
+                let id = stem_id(&f);
+                out.push(source_for(id, f, i));
+            }
+        } else if api.spec.exists() {
+            let id = api.id.clone().unwrap_or_else(|| stem_id(&api.spec));
+            out.push(source_for(id, api.spec.clone(), i));
+        } else {
+            problems.push(Problem::error(&api.spec, None, "no such file or folder"));
+        }
+    }
+    // Ids must be unique: two folders may hold files with the same stem.
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    for s in &mut out {
+        let n = seen.entry(s.id.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            s.id = format!("{}-{}", s.id, n);
+        }
+    }
+    out
+}
+
+fn source_for(id: String, original: PathBuf, config_index: usize) -> SpecSource {
+    let enriched = enriched_path(&original);
+    let path = if enriched.is_file() {
+        enriched
+    } else {
+        original.clone()
+    };
+    SpecSource {
+        id,
+        path,
+        original,
+        config_index,
+    }
+}
+
+/// The enriched copy's path: `dir/name.enriched.ext`.
+pub fn enriched_path(original: &Path) -> PathBuf {
+    let stem = original
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("spec");
+    let ext = original
+        .extension()
+        .and_then(|s| s.to_str())
+        .unwrap_or("json");
+    original.with_file_name(format!("{stem}{ENRICHED_INFIX}.{ext}"))
+}
+
+fn is_enriched(p: &Path) -> bool {
+    p.file_stem()
+        .and_then(|s| s.to_str())
+        .is_some_and(|s| s.ends_with(ENRICHED_INFIX))
+}
+
+/// A spec's id: its file stem.
+pub fn stem_id(p: &Path) -> String {
+    p.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("api")
+        .to_string()
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, out, depth + 1);
+        } else if p
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| SPEC_EXTENSIONS.contains(&x.to_ascii_lowercase().as_str()))
+        {
+            out.push(p);
+        }
+    }
+}

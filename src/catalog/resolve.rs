@@ -1,0 +1,333 @@
+//! `$ref` resolution: local pointers (`#/components/...`, `#/definitions/...`, ...) and refs
+//! into sibling files, with cycles and exponential expansion both bounded.
+//!
+//! Schemas are inlined because every later stage wants a self-contained `Endpoint`: the
+//! MCP tool's `inputSchema` cannot point back into the spec. Inlining is bounded twice: a
+//! reference already being expanded (a recursive schema) becomes a short placeholder, and a
+//! node budget per schema stops DAG-shaped specs (Stripe, Azure) from multiplying out.
+
+use super::problem::{push_pointer, Problem};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Index of a loaded document inside the resolver; 0 is the spec itself.
+pub type DocId = usize;
+
+/// How many `$ref` hops a single lookup may follow (a ref to a ref to ...).
+const MAX_HOPS: usize = 32;
+/// How deep inlined schemas may nest.
+const MAX_DEPTH: usize = 24;
+
+/// Resolves references of one spec and of the sibling files it points to.
+pub struct Resolver {
+    docs: Vec<(PathBuf, Rc<Value>)>,
+    by_path: HashMap<PathBuf, DocId>,
+    /// Folder that sibling refs must stay inside.
+    base_dir: PathBuf,
+    pub warnings: Vec<Problem>,
+}
+
+/// What a successful lookup found.
+pub struct Target {
+    pub doc: DocId,
+    pub pointer: String,
+    pub value: Value,
+}
+
+impl Resolver {
+    pub fn new(path: &Path, root: Value) -> Resolver {
+        let base_dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let base_dir = base_dir.canonicalize().unwrap_or(base_dir);
+        let mut by_path = HashMap::new();
+        by_path.insert(path.to_path_buf(), 0);
+        Resolver {
+            docs: vec![(path.to_path_buf(), Rc::new(root))],
+            by_path,
+            base_dir,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The spec document itself.
+    pub fn root(&self) -> Rc<Value> {
+        self.docs[0].1.clone()
+    }
+
+    /// The file a document came from.
+    pub fn file(&self, doc: DocId) -> &Path {
+        &self.docs[doc].0
+    }
+
+    /// Resolves one `$ref` string found in document `doc`.
+    pub fn lookup(&mut self, doc: DocId, reference: &str) -> Result<Target, String> {
+        let (file_part, fragment) = match reference.split_once('#') {
+            Some((f, frag)) => (f, frag),
+            None => (reference, ""),
+        };
+        let target_doc = if file_part.is_empty() {
+            doc
+        } else {
+            self.load_sibling(doc, file_part)?
+        };
+        let pointer = decode_fragment(fragment);
+        let root = self.docs[target_doc].1.clone();
+        let value = if pointer.is_empty() {
+            Some(root.as_ref())
+        } else {
+            root.pointer(&pointer)
+        };
+        match value {
+            Some(v) => Ok(Target {
+                doc: target_doc,
+                pointer: format!("#{pointer}"),
+                value: v.clone(),
+            }),
+            None => Err(format!("dangling $ref '{reference}': no such location")),
+        }
+    }
+
+    /// Follows a chain of `$ref`s starting at `value` until a non-reference is reached.
+    /// Sibling keys next to a `$ref` (3.1 allows `description` there) are kept on top.
+    pub fn deref(&mut self, doc: DocId, value: &Value) -> Result<(DocId, Value), String> {
+        let mut doc = doc;
+        let mut cur = value.clone();
+        let mut seen: Vec<(DocId, String)> = Vec::new();
+        for _ in 0..MAX_HOPS {
+            let Some(r) = ref_of(&cur) else {
+                return Ok((doc, cur));
+            };
+            let r = r.to_string();
+            let t = self.lookup(doc, &r)?;
+            if seen.contains(&(t.doc, t.pointer.clone())) {
+                return Err(format!("$ref cycle through '{r}'"));
+            }
+            seen.push((t.doc, t.pointer.clone()));
+            let mut next = t.value;
+            merge_siblings(&mut next, &cur);
+            doc = t.doc;
+            cur = next;
+        }
+        Err(format!("more than {MAX_HOPS} chained $refs"))
+    }
+
+    /// Inlines every `$ref` inside a schema, within a node budget. `pointer` is where the
+    /// schema sits, for warnings.
+    pub fn inline_schema(
+        &mut self,
+        doc: DocId,
+        schema: &Value,
+        pointer: &str,
+        budget: usize,
+    ) -> Value {
+        let mut ctx = InlineCtx {
+            stack: Vec::new(),
+            budget,
+        };
+        self.inline(doc, schema, pointer, &mut ctx, 0)
+    }
+
+    fn inline(
+        &mut self,
+        doc: DocId,
+        v: &Value,
+        pointer: &str,
+        ctx: &mut InlineCtx,
+        depth: usize,
+    ) -> Value {
+        if ctx.budget == 0 || depth > MAX_DEPTH {
+            return json!({ "description": "(schema truncated: too large to inline)" });
+        }
+        ctx.budget -= 1;
+        match v {
+            Value::Object(m) => {
+                if let Some(r) = ref_of(v) {
+                    let r = r.to_string();
+                    return match self.lookup(doc, &r) {
+                        Ok(t) => {
+                            let key = (t.doc, t.pointer.clone());
+                            if ctx.stack.contains(&key) {
+                                let name = t.pointer.rsplit('/').next().unwrap_or("").to_string();
+                                let mut out =
+                                    json!({ "description": format!("(recursive: {name})") });
+                                if let Some(ty) = t.value.get("type") {
+                                    out["type"] = ty.clone();
+                                }
+                                return out;
+                            }
+                            ctx.stack.push(key);
+                            let mut out = self.inline(t.doc, &t.value, &t.pointer, ctx, depth + 1);
+                            ctx.stack.pop();
+                            merge_siblings(&mut out, v);
+                            out
+                        }
+                        Err(msg) => {
+                            let file = self.docs[doc].0.clone();
+                            self.warnings.push(Problem::warning(
+                                &file,
+                                Some(pointer.to_string()),
+                                msg,
+                            ));
+                            let mut rest = m.clone();
+                            rest.remove("$ref");
+                            Value::Object(rest)
+                        }
+                    };
+                }
+                let mut out = Map::with_capacity(m.len());
+                for (k, child) in m {
+                    let child_ptr = push_pointer(pointer, k);
+                    out.insert(
+                        k.clone(),
+                        self.inline(doc, child, &child_ptr, ctx, depth + 1),
+                    );
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, c)| self.inline(doc, c, &format!("{pointer}/{i}"), ctx, depth + 1))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn load_sibling(&mut self, from: DocId, file_part: &str) -> Result<DocId, String> {
+        if file_part.contains("://") {
+            return Err(format!("remote $ref '{file_part}' is not followed"));
+        }
+        let from_dir = self.docs[from]
+            .0
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let candidate = from_dir.join(file_part);
+        let canonical = candidate.canonicalize().map_err(|e| {
+            format!(
+                "$ref to '{file_part}': cannot open {}: {e}",
+                candidate.display()
+            )
+        })?;
+        if !canonical.starts_with(&self.base_dir) {
+            return Err(format!("$ref to '{file_part}' leaves the spec's folder"));
+        }
+        if let Some(&id) = self.by_path.get(&canonical) {
+            return Ok(id);
+        }
+        let parsed = super::source::read_document(&canonical).map_err(|p| p.message)?;
+        self.warnings.extend(parsed.warnings);
+        let id = self.docs.len();
+        self.docs.push((canonical.clone(), Rc::new(parsed.value)));
+        self.by_path.insert(canonical, id);
+        Ok(id)
+    }
+}
+
+struct InlineCtx {
+    stack: Vec<(DocId, String)>,
+    budget: usize,
+}
+
+/// The `$ref` string of a reference object, if it is one.
+pub fn ref_of(v: &Value) -> Option<&str> {
+    v.as_object()?.get("$ref")?.as_str()
+}
+
+/// Copies the keys that sit next to a `$ref` onto the resolved value (they win: a
+/// `description` beside a ref describes this use of the referenced schema).
+fn merge_siblings(resolved: &mut Value, reference: &Value) {
+    let (Some(out), Some(src)) = (resolved.as_object_mut(), reference.as_object()) else {
+        return;
+    };
+    for (k, v) in src {
+        if k != "$ref" {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Turns a URI fragment into a JSON pointer: percent-decoding, and tolerating a missing
+/// leading slash (`#components/schemas/X` is seen in the wild).
+fn decode_fragment(fragment: &str) -> String {
+    let decoded = percent_encoding::percent_decode_str(fragment)
+        .decode_utf8_lossy()
+        .into_owned();
+    if decoded.is_empty() || decoded.starts_with('/') {
+        decoded
+    } else {
+        format!("/{decoded}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolver(v: Value) -> Resolver {
+        Resolver::new(Path::new("/nonexistent/spec.json"), v)
+    }
+
+    #[test]
+    fn recursive_schema_stops() {
+        let doc = json!({"components": {"schemas": {"Node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}});
+        let mut r = resolver(doc);
+        let out = r.inline_schema(
+            0,
+            &json!({"$ref": "#/components/schemas/Node"}),
+            "#/x",
+            1000,
+        );
+        let inner = &out["properties"]["children"]["items"];
+        assert_eq!(inner["description"], "(recursive: Node)");
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn dangling_ref_warns_with_pointer() {
+        let mut r = resolver(json!({}));
+        let out = r.inline_schema(
+            0,
+            &json!({"$ref": "#/components/schemas/Missing", "description": "d"}),
+            "#/paths/~1a",
+            100,
+        );
+        assert_eq!(out, json!({"description": "d"}));
+        assert_eq!(r.warnings.len(), 1);
+        assert_eq!(r.warnings[0].pointer.as_deref(), Some("#/paths/~1a"));
+        assert!(r.warnings[0].message.contains("Missing"));
+    }
+
+    #[test]
+    fn ref_cycle_is_an_error_not_a_loop() {
+        let doc = json!({"parameters": {"A": {"$ref": "#/parameters/B"}, "B": {"$ref": "#/parameters/A"}}});
+        let mut r = resolver(doc);
+        let err = r.deref(0, &json!({"$ref": "#/parameters/A"})).unwrap_err();
+        assert!(err.contains("cycle"), "{err}");
+    }
+
+    #[test]
+    fn budget_bounds_exponential_expansion() {
+        // Each level references the next twice: 2^20 nodes if fully expanded.
+        let mut schemas = Map::new();
+        for i in 0..20 {
+            schemas.insert(
+                format!("S{i}"),
+                json!({"type": "object", "properties": {
+                "a": {"$ref": format!("#/definitions/S{}", i + 1)},
+                "b": {"$ref": format!("#/definitions/S{}", i + 1)}}}),
+            );
+        }
+        schemas.insert("S20".into(), json!({"type": "string"}));
+        let mut r = resolver(json!({"definitions": schemas}));
+        let out = r.inline_schema(0, &json!({"$ref": "#/definitions/S0"}), "#", 500);
+        let size = serde_json::to_string(&out).unwrap().len();
+        assert!(size < 100_000, "{size}");
+    }
+}

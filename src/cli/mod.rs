@@ -1,0 +1,107 @@
+//! Subcommands and what they share: catalog arguments, the data folder, logging.
+
+pub mod index;
+pub mod search;
+
+use anyhow::Context;
+use clap::Args;
+use shortlist::catalog::{Catalog, CatalogConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Which catalog to use: a config file or plain spec paths.
+#[derive(Args, Debug, Clone)]
+pub struct CatalogArgs {
+    /// Catalog config file (TOML) listing the APIs.
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Spec files or folders of specs (instead of, or in addition to, --config).
+    #[arg(value_name = "SPEC")]
+    pub paths: Vec<PathBuf>,
+    /// Where the index lives (default: the config's data_dir, else .shortlist).
+    #[arg(long, value_name = "DIR", env = "SHORTLIST_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl CatalogArgs {
+    /// The catalog config these arguments describe.
+    pub fn config(&self) -> anyhow::Result<CatalogConfig> {
+        let mut cfg = match &self.config {
+            Some(p) => CatalogConfig::load(p)?,
+            None => CatalogConfig::default(),
+        };
+        cfg.apis.extend(CatalogConfig::from_paths(&self.paths).apis);
+        if cfg.apis.is_empty() {
+            anyhow::bail!("no catalog given: pass --config FILE or spec paths");
+        }
+        Ok(cfg)
+    }
+
+    /// The data folder.
+    pub fn data_dir(&self, cfg: &CatalogConfig) -> PathBuf {
+        self.data_dir
+            .clone()
+            .or_else(|| cfg.data_dir.clone())
+            .unwrap_or_else(|| PathBuf::from(".shortlist"))
+    }
+
+    /// Loads the catalog, printing one line per problem on stderr.
+    pub fn load(&self) -> anyhow::Result<Catalog> {
+        let cfg = self.config()?;
+        let catalog = Catalog::load(&cfg);
+        report_problems(&catalog);
+        if catalog.endpoints.is_empty() {
+            anyhow::bail!("the catalog holds no usable endpoint");
+        }
+        Ok(catalog)
+    }
+}
+
+/// Problems go to stderr, one line each; a summary names the skipped specs.
+pub fn report_problems(catalog: &Catalog) {
+    for p in &catalog.problems {
+        eprintln!("{p}");
+    }
+    let skipped: Vec<String> = catalog
+        .errors()
+        .map(|p| p.file.display().to_string())
+        .collect();
+    if !skipped.is_empty() {
+        eprintln!("skipped {} spec(s): {}", skipped.len(), skipped.join(", "));
+    }
+}
+
+/// `shortlist check`: load and report, nothing else.
+pub fn check(args: CatalogArgs) -> anyhow::Result<ExitCode> {
+    let catalog = Catalog::load(&args.config()?);
+    report_problems(&catalog);
+    println!(
+        "{} API(s), {} endpoint(s), {} spec(s) skipped, {} warning(s)",
+        catalog.apis.len(),
+        catalog.endpoints.len(),
+        catalog.errors().count(),
+        catalog.warnings().count()
+    );
+    Ok(if catalog.errors().next().is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Logs go to stderr (stdout belongs to results and, when serving over stdio, to the
+/// protocol). `RUST_LOG` overrides the default level.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Loads the embedding model, with the fix in the error when it is missing.
+pub fn load_embedder() -> anyhow::Result<shortlist::index::Embedder> {
+    let cfg = shortlist::index::EmbedderConfig::locate();
+    shortlist::index::Embedder::load(&cfg).context("cannot load the embedding model")
+}

@@ -1,0 +1,99 @@
+//! `shortlist search`: rank the endpoints of an existing index for a query.
+
+use super::load_embedder;
+use anyhow::Context;
+use clap::Args;
+use shortlist::catalog::CatalogConfig;
+use shortlist::index::catalog_index::EndpointIndex;
+use shortlist::shortlist::{Options, Retrieval, Shortlister};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// What the user wants to do.
+    pub query: String,
+    /// How many endpoints to return.
+    #[arg(short, default_value_t = 10)]
+    pub k: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only endpoints of this API id.
+    #[arg(long)]
+    pub api: Option<String>,
+    /// Which retrievers rank the endpoints.
+    #[arg(long, value_enum, default_value_t = Retrieval::default())]
+    pub retrieval: Retrieval,
+    /// Catalog config whose data_dir holds the index.
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The index folder (default: the config's data_dir, else .shortlist).
+    #[arg(long, value_name = "DIR", env = "SHORTLIST_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let cfg_dir = match &args.config {
+        Some(p) => CatalogConfig::load(p)?.data_dir,
+        None => None,
+    };
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or(cfg_dir)
+        .unwrap_or_else(|| PathBuf::from(".shortlist"));
+    let index = EndpointIndex::open(&data_dir)
+        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
+        .with_context(|| {
+            format!(
+                "no index in {}: run `shortlist index` first",
+                data_dir.display()
+            )
+        })?;
+    let embedder = load_embedder()?;
+    if !index.is_compatible(&embedder, index.manifest().doc_text_version) {
+        anyhow::bail!(
+            "the index in {} was built with another embedding model; run `shortlist index` again",
+            data_dir.display()
+        );
+    }
+    let options = Options {
+        retrieval: args.retrieval,
+        ..Options::default()
+    };
+    let shortlister = Shortlister::new(index, embedder, options);
+    let hits = shortlister.search(&args.query, args.k, args.api.as_deref())?;
+    if args.json {
+        let out: Vec<serde_json::Value> = hits
+            .iter()
+            .enumerate()
+            .map(|(rank, h)| {
+                let ep = shortlister.endpoint(h.position);
+                serde_json::json!({
+                    "rank": rank + 1, "score": h.score, "tool": ep.tool_name, "api": ep.api,
+                    "method": ep.method.as_str(), "path": ep.path, "summary": ep.one_line(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for (rank, h) in hits.iter().enumerate() {
+            let ep = shortlister.endpoint(h.position);
+            println!(
+                "{:>3}  {:.4}  {:<40}  {:<6} {:<40}  {}",
+                rank + 1,
+                h.score,
+                ep.tool_name,
+                ep.method.as_str(),
+                ep.path,
+                ep.one_line()
+            );
+        }
+    }
+    Ok(if hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,251 @@
+//! Okapi BM25 over doc texts: the exact-word signal that embeddings blur.
+//!
+//! A query naming `playlist` or `tracks` should find the endpoint whose path says so even
+//! when a small embedding model ranks a paraphrase higher; fusing both scores recovers that.
+//! The index is built in memory when the store is opened (a few milliseconds for thousands
+//! of endpoints), so it has no on-disk format to version.
+
+use std::collections::HashMap;
+
+/// BM25 tuning. The defaults are the textbook values; `b` controls how much long doc texts
+/// (endpoints with many parameters) are penalised.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Length normalisation, 0 (none) to 1 (full).
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.5, b: 0.75 }
+    }
+}
+
+/// Words too common in API docs and queries to tell endpoints apart.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "being", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have",
+    "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+    "on", "or", "our", "please", "she", "should", "so", "some", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "us", "was", "we", "were",
+    "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
+];
+
+/// Splits text into index terms: identifiers are split at camelCase and snake_case
+/// boundaries (`getMovieCredits` -> `get movie credits`), words are lower-cased, stopwords
+/// dropped and plurals reduced to their singular (`movies` -> `movie`, `categories` ->
+/// `category`), so a query and a path agree on the forms that matter most in REST APIs.
+pub fn tokenize(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .flat_map(crate::text::split_identifier)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(stem)
+        .collect()
+}
+
+/// Light stemming, enough to make singular and plural meet: a plural `-s`/`-ies` is
+/// removed, then a final `-e` is dropped and a final `-y` becomes `-i` (as Porter's step 1c
+/// does). The stems are not words (`movie`, `movies` -> `movi`; `category`, `categories` ->
+/// `categori`; `match`, `matches` -> `match`) but query and docs agree on them, which is
+/// all BM25 needs. Anything stronger (full Porter) merges distinct API nouns on short texts.
+fn stem(w: String) -> String {
+    if w.len() <= 2 || !w.is_ascii() {
+        return w;
+    }
+    let mut s = w.as_str();
+    if s.len() > 4 && s.ends_with("ies") {
+        s = &s[..s.len() - 2]; // categories -> categori
+    } else if s.ends_with('s') && !(s.ends_with("ss") || s.ends_with("us") || s.ends_with("is")) {
+        s = &s[..s.len() - 1];
+    }
+    if s.len() > 2 && s.ends_with('e') {
+        s = &s[..s.len() - 1];
+    }
+    if s.len() > 2 && s.ends_with('y') {
+        return format!("{}i", &s[..s.len() - 1]);
+    }
+    s.to_string()
+}
+
+/// A BM25 index over a fixed list of documents, addressed by position.
+#[derive(Debug, Clone)]
+pub struct Bm25 {
+    params: Bm25Params,
+    /// term -> (doc, term frequency) for every doc containing it.
+    postings: HashMap<String, Vec<(u32, u32)>>,
+    doc_len: Vec<u32>,
+    avg_len: f32,
+}
+
+impl Bm25 {
+    /// Indexes `texts` with the default parameters.
+    pub fn build(texts: &[String]) -> Bm25 {
+        Self::with_params(texts, Bm25Params::default())
+    }
+
+    /// Indexes `texts` with the given parameters.
+    pub fn with_params(texts: &[String], params: Bm25Params) -> Bm25 {
+        let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+        let mut doc_len = Vec::with_capacity(texts.len());
+        for (doc, text) in texts.iter().enumerate() {
+            let terms = tokenize(text);
+            doc_len.push(terms.len() as u32);
+            let mut tf: HashMap<String, u32> = HashMap::new();
+            for t in terms {
+                *tf.entry(t).or_default() += 1;
+            }
+            for (t, f) in tf {
+                postings.entry(t).or_default().push((doc as u32, f));
+            }
+        }
+        let total: u64 = doc_len.iter().map(|&l| u64::from(l)).sum();
+        let avg_len = if doc_len.is_empty() {
+            0.0
+        } else {
+            total as f32 / doc_len.len() as f32
+        };
+        Bm25 {
+            params,
+            postings,
+            doc_len,
+            avg_len,
+        }
+    }
+
+    /// Number of indexed documents.
+    pub fn len(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    /// Whether no documents are indexed.
+    pub fn is_empty(&self) -> bool {
+        self.doc_len.is_empty()
+    }
+
+    /// One score per document, in document order; 0 where no query term occurs. A term
+    /// repeated in the query counts once per occurrence, as in the original formulation.
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        let mut scores = vec![0.0f32; self.doc_len.len()];
+        let n = self.doc_len.len() as f32;
+        let Bm25Params { k1, b } = self.params;
+        for term in tokenize(query) {
+            let Some(list) = self.postings.get(&term) else {
+                continue;
+            };
+            let df = list.len() as f32;
+            // The "+1" variant (Lucene's) keeps idf positive for terms in most documents, so
+            // matching a common word never lowers a score.
+            let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+            for &(doc, tf) in list {
+                let tf = tf as f32;
+                let len_ratio = if self.avg_len > 0.0 {
+                    self.doc_len[doc as usize] as f32 / self.avg_len
+                } else {
+                    1.0
+                };
+                scores[doc as usize] +=
+                    idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len_ratio));
+            }
+        }
+        scores
+    }
+
+    /// The `k` best documents with a positive score, best first; ties by document order.
+    pub fn top_k(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
+        let mut hits: Vec<(usize, f32)> = self
+            .scores(query)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, s)| s > 0.0)
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(k);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn tokenizes_identifiers_stopwords_and_plurals() {
+        assert_eq!(
+            tokenize("getMovieCredits for the user_id"),
+            ["get", "movi", "credit", "user", "id"]
+        );
+        assert_eq!(
+            tokenize("GET /playlists/{playlist_id}/tracks"),
+            ["get", "playlist", "playlist", "id", "track"]
+        );
+        for (a, b) in [
+            ("movie", "movies"),
+            ("category", "categories"),
+            ("match", "matches"),
+            ("box", "boxes"),
+            ("cache", "caches"),
+            ("key", "keys"),
+            ("id", "ids"),
+            ("file", "files"),
+        ] {
+            assert_eq!(stem(a.into()), stem(b.into()), "{a} / {b}");
+        }
+        for keep in ["is", "address", "status", "analysis", "café"] {
+            assert_eq!(stem(keep.into()), keep);
+        }
+        assert_ne!(stem("user".into()), stem("usage".into()));
+        assert!(tokenize("").is_empty());
+        assert!(tokenize("— ¿? 🦀").iter().all(|t| !t.is_empty()));
+    }
+
+    #[test]
+    fn ranks_the_matching_doc_first() {
+        let bm = Bm25::build(&docs(&[
+            "GET /movie/{movie_id}/credits Get the cast and crew for a movie",
+            "GET /search/person Search for people by name",
+            "POST /playlists/{playlist_id}/tracks Add tracks to a playlist",
+        ]));
+        assert_eq!(bm.len(), 3);
+        assert_eq!(bm.top_k("add a song track to my playlist", 3)[0].0, 2);
+        assert_eq!(bm.top_k("who acted in this movie? cast list", 3)[0].0, 0);
+        let s = bm.scores("person");
+        assert!(s[1] > 0.0 && s[0] == 0.0 && s[2] == 0.0);
+        assert!(bm.top_k("zebra", 5).is_empty());
+    }
+
+    #[test]
+    fn rare_terms_outweigh_common_ones_and_length_normalises() {
+        let bm = Bm25::build(&docs(&[
+            "get user",
+            "get user",
+            "get playlist",
+            "get user profile details with many words",
+        ]));
+        let s = bm.scores("get playlist");
+        assert!(s[2] > s[0] && s[0] > 0.0);
+        let s = bm.scores("user");
+        assert!(s[0] > s[3], "shorter doc should win: {s:?}");
+        let flat = Bm25::with_params(
+            &docs(&["user", "user a b c d e"]),
+            Bm25Params { k1: 1.5, b: 0.0 },
+        );
+        let s = flat.scores("user");
+        assert!((s[0] - s[1]).abs() < 1e-6);
+    }
+
+    #[test]
+    fn empty_corpus_and_empty_query_are_harmless() {
+        let bm = Bm25::build(&[]);
+        assert!(bm.is_empty() && bm.scores("anything").is_empty());
+        let bm = Bm25::build(&docs(&["", "the of and"]));
+        assert_eq!(bm.scores(""), [0.0, 0.0]);
+        assert_eq!(bm.scores("the"), [0.0, 0.0]);
+    }
+}

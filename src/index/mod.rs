@@ -1,0 +1,20 @@
+//! The searchable index: doc text, embeddings, vectors, BM25 and their persistence.
+//!
+//! - [`doc_text`] turns an endpoint into the text that represents it;
+//! - [`embedder`] turns text into unit vectors with a local model;
+//! - [`store`] keeps records, texts and vectors in a data folder, rebuilt incrementally
+//!   and replaced atomically ([`generations`]), searched by [`vectors`];
+//! - [`lexical`] scores the same texts with BM25 for exact-word matches.
+
+pub mod catalog_index;
+pub mod doc_text;
+pub mod embedder;
+pub mod generations;
+pub mod lexical;
+pub mod store;
+pub mod vectors;
+
+pub use embedder::{EmbedError, Embedder, EmbedderConfig, Pooling};
+pub use lexical::{Bm25, Bm25Params};
+pub use store::{BuildStats, IndexStore, IndexedDoc, Manifest, StoreError, TextEmbedder};
+pub use vectors::{VectorIndex, EXACT_SEARCH_MAX};

@@ -1,0 +1,10 @@
+//! shortlist: an MCP server that lets assistants use large REST API catalogs by exposing only
+//! the few endpoints that matter for the task at hand.
+//!
+//! Data flows one way: [`catalog`] (load and normalize OpenAPI) -> [`index`] (doc text,
+//! embeddings, persistence) -> [`shortlist`] (rank endpoints for a query) -> server -> invoke.
+
+pub mod catalog;
+pub mod index;
+pub mod shortlist;
+pub mod text;

@@ -1,0 +1,44 @@
+//! The `shortlist` command line: a thin dispatcher, one function per subcommand in
+//! `cli/`. Exit codes are deliberate: 0 success, 1 nothing found, 2 error.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cli;
+
+/// Shortlist REST API endpoints for AI assistants, over MCP.
+#[derive(Parser)]
+#[command(name = "shortlist", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load a catalog and report its problems, without indexing.
+    Check(cli::CatalogArgs),
+    /// Build or update the endpoint index of a catalog.
+    Index(cli::index::IndexArgs),
+    /// Rank a catalog's endpoints for a query.
+    Search(cli::search::SearchArgs),
+}
+
+fn main() -> ExitCode {
+    cli::init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => cli::check(a),
+        Command::Index(a) => cli::index::run(a),
+        Command::Search(a) => cli::search::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            for line in format!("{e:#}").lines() {
+                eprintln!("shortlist: {line}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
