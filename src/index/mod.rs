@@ -17,4 +17,4 @@ pub mod vectors;
 pub use embedder::{EmbedError, Embedder, EmbedderConfig, Pooling};
 pub use lexical::{Bm25, Bm25Params};
 pub use store::{BuildStats, IndexStore, IndexedDoc, Manifest, StoreError, TextEmbedder};
-pub use vectors::{VectorIndex, EXACT_SEARCH_MAX};
+pub use vectors::{VectorIndex, ANN_MIN_DOCS};

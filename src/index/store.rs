@@ -6,7 +6,7 @@
 //! manifest.json   format, model id, dim, doc-text version, one entry per doc
 //! records.json    [{key, text, record}] in doc order
 //! vectors.f32     doc i's unit vector at row i, little-endian f32
-//! index.usearch   HNSW graph, only for indexes larger than EXACT_SEARCH_MAX
+//! index.usearch   HNSW graph, only for indexes of more than ANN_MIN_DOCS docs
 //! ```
 //!
 //! Opening reads these files and embeds nothing. Building compares each doc's content hash
@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use super::embedder::{EmbedError, Embedder, BATCH_SIZE};
 use super::generations::Generations;
 use super::lexical::Bm25;
-use super::vectors::{VectorError, VectorIndex, EXACT_SEARCH_MAX};
+use super::vectors::{VectorError, VectorIndex, ANN_MIN_DOCS};
 
 /// Version of the on-disk layout. An index of another version is rebuilt, never migrated.
 pub const FORMAT_VERSION: u32 = 1;
@@ -67,6 +67,9 @@ pub enum StoreError {
     /// A file exists but does not hold what it should.
     #[error("index file {path} is damaged: {reason}")]
     Corrupt { path: PathBuf, reason: String },
+    /// A record could not be serialised (e.g. a map with non-string keys).
+    #[error("cannot encode the index records: {0}")]
+    Encode(String),
     /// Two docs share a key.
     #[error("two endpoints share the key {0:?}; keys must be unique")]
     DuplicateKey(String),
@@ -213,11 +216,7 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             return Err(corrupt(&path, "records do not match the manifest"));
         }
         let mut vectors = VectorIndex::read_flat(&dir.join(VECTORS), manifest.dim, docs.len())?;
-        if let Some(ann) = manifest
-            .ann_file
-            .as_deref()
-            .filter(|_| docs.len() > EXACT_SEARCH_MAX)
-        {
+        if let Some(ann) = manifest.ann_file.as_deref() {
             if let Err(e) = vectors.load_ann(&dir.join(ann)) {
                 tracing::warn!(error = %e, "cannot load the usearch graph; searching exhaustively");
             }
@@ -253,7 +252,26 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
         docs: Vec<IndexedDoc<T>>,
         embedder: &impl TextEmbedder,
         doc_text_version: u32,
+        progress: impl FnMut(usize, usize),
+    ) -> Result<(IndexStore<T>, BuildStats), StoreError> {
+        Self::build_with_ann_min(
+            data_dir,
+            docs,
+            embedder,
+            doc_text_version,
+            progress,
+            ANN_MIN_DOCS,
+        )
+    }
+
+    /// [`IndexStore::build`] with the HNSW threshold as a parameter (tests use a small one).
+    fn build_with_ann_min(
+        data_dir: &Path,
+        docs: Vec<IndexedDoc<T>>,
+        embedder: &impl TextEmbedder,
+        doc_text_version: u32,
         mut progress: impl FnMut(usize, usize),
+        ann_min: usize,
     ) -> Result<(IndexStore<T>, BuildStats), StoreError> {
         let mut seen = HashSet::with_capacity(docs.len());
         if let Some(d) = docs.iter().find(|d| !seen.insert(d.key.as_str())) {
@@ -344,7 +362,7 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
                     vector_id: i,
                 })
                 .collect(),
-            ann_file: (docs.len() > EXACT_SEARCH_MAX).then(|| ANN.to_string()),
+            ann_file: (docs.len() > ann_min).then(|| ANN.to_string()),
         };
         let doc_refs: Vec<DocRef<'_, T>> = docs
             .iter()
@@ -355,7 +373,7 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             })
             .collect();
         let records_json =
-            serde_json::to_vec(&doc_refs).map_err(|e| corrupt(&data_dir.join(RECORDS), e))?;
+            serde_json::to_vec(&doc_refs).map_err(|e| StoreError::Encode(e.to_string()))?;
 
         if let Some((dir, m, _)) = &previous {
             let same_records =
@@ -375,7 +393,7 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             vectors.write_ann(&dir.join(ann))?;
         }
         let manifest_json =
-            serde_json::to_vec_pretty(&manifest).map_err(|e| corrupt(&dir.join(MANIFEST), e))?;
+            serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Encode(e.to_string()))?;
         write_synced(&dir.join(MANIFEST), &manifest_json)?;
         let dir = gens.commit(pending).map_err(io_err(data_dir))?;
         stats.written = true;
@@ -461,7 +479,7 @@ impl<T> IndexStore<T> {
     }
 
     /// The `k` docs most similar to `query` (a vector from the same embedder), best first,
-    /// as (doc position, cosine similarity). Exact for indexes up to [`EXACT_SEARCH_MAX`].
+    /// as (doc position, cosine similarity). Exact for indexes up to [`ANN_MIN_DOCS`].
     pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<(usize, f32)>, StoreError> {
         Ok(self.vectors.search(query, k)?)
     }

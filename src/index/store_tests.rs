@@ -315,10 +315,10 @@ fn empty_catalog_builds_and_opens() {
 fn large_index_writes_and_uses_the_usearch_graph() {
     let dir = tempfile::tempdir().unwrap();
     let e = Fake::new("fake@1", 8);
-    let docs: Vec<_> = (0..EXACT_SEARCH_MAX + 10)
+    let docs: Vec<_> = (0..300)
         .map(|i| doc(&format!("op{i}"), &format!("operation number {i}")))
         .collect();
-    let (s, _) = build(dir.path(), docs, &e);
+    let (s, _) = IndexStore::build_with_ann_min(dir.path(), docs, &e, 1, |_, _| {}, 200).unwrap();
     assert_eq!(s.manifest().ann_file.as_deref(), Some(ANN));
     let s = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
     assert!(s.vectors().has_ann());
@@ -326,6 +326,12 @@ fn large_index_writes_and_uses_the_usearch_graph() {
         .embed(&["operation number 77".to_string()])
         .unwrap()
         .remove(0);
+    assert_eq!(s.search(&q, 3).unwrap()[0].0, 77);
+
+    // A damaged graph degrades to the exact scan instead of failing the open.
+    std::fs::write(s.dir().join(ANN), b"garbage").unwrap();
+    let s = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
+    assert!(!s.vectors().has_ann());
     assert_eq!(s.search(&q, 3).unwrap()[0].0, 77);
 }
 
