@@ -24,6 +24,30 @@ pub struct CatalogConfig {
     pub data_dir: Option<PathBuf>,
     #[serde(default, rename = "api")]
     pub apis: Vec<ApiConfig>,
+    /// Settings of `shortlist enrich` (command-line flags override them).
+    #[serde(default)]
+    pub enrich: Option<EnrichConfig>,
+}
+
+/// The `[enrich]` table: which LLM `shortlist enrich` talks to. The API key is named by
+/// the environment variable that holds it, never written here.
+///
+/// ```toml
+/// [enrich]
+/// llm_url = "http://127.0.0.1:8080/v1"   # or "none" for the heuristic enricher
+/// llm_model = "gpt-4o-mini"
+/// api_key_env = "OPENAI_API_KEY"
+/// concurrency = 4
+/// prompts = "enrich-prompts"              # relative to this file
+/// ```
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EnrichConfig {
+    pub llm_url: Option<String>,
+    pub llm_model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub concurrency: Option<usize>,
+    pub prompts: Option<PathBuf>,
 }
 
 /// One API entry.
@@ -101,6 +125,11 @@ impl CatalogConfig {
                 cfg.data_dir = Some(dir.join(d));
             }
         }
+        if let Some(p) = cfg.enrich.as_mut().and_then(|e| e.prompts.as_mut()) {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        }
         Ok(cfg)
     }
 
@@ -108,6 +137,7 @@ impl CatalogConfig {
     pub fn from_paths(paths: &[PathBuf]) -> CatalogConfig {
         CatalogConfig {
             data_dir: None,
+            enrich: None,
             apis: paths
                 .iter()
                 .map(|p| ApiConfig {

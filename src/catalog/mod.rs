@@ -12,8 +12,9 @@ pub mod problem;
 pub mod resolve;
 pub mod source;
 pub mod swagger2;
+pub mod weak;
 
-pub use config::{ApiConfig, AuthConfig, CatalogConfig, KeyLocation};
+pub use config::{ApiConfig, AuthConfig, CatalogConfig, EnrichConfig, KeyLocation};
 pub use endpoint::*;
 pub use problem::{Problem, Severity};
 

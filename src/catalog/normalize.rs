@@ -210,6 +210,9 @@ fn build_endpoint(
             .filter(|s| !s.trim().is_empty())
     };
     let (parameters, body) = collect_parameters(res, ctx, route);
+    let op_id = op.get("operationId").and_then(Value::as_str).unwrap_or("");
+    let (description, description_provenance) =
+        pick_description(op, s("description"), &[op_id, route]);
     let request_body = match ctx.fam {
         Family::OpenApi3 => op
             .get("requestBody")
@@ -224,7 +227,7 @@ fn build_endpoint(
         path: route.to_string(),
         operation_id: s("operationId"),
         summary: s("summary"),
-        description: s("description"),
+        description,
         tags: op
             .get("tags")
             .and_then(Value::as_array)
@@ -255,7 +258,32 @@ fn build_endpoint(
                     .collect()
             })
             .unwrap_or_default(),
-        description_provenance: provenance(op.get("x-shortlist-generated"), "description"),
+        description_provenance,
+    }
+}
+
+/// The description to show and, when it was generated, its provenance.
+///
+/// The enricher fills an empty `description` in place (with a marker) and writes an
+/// alternative to a human text beside it, in `x-shortlist-description`. The alternative is
+/// shown only when the human text is weak (`catalog::weak`): human text wins otherwise.
+pub fn pick_description(
+    obj: &Map<String, Value>,
+    human: Option<String>,
+    names: &[&str],
+) -> (Option<String>, Option<Provenance>) {
+    let marker = provenance(obj.get("x-shortlist-generated"), "description");
+    let beside = obj
+        .get("x-shortlist-description")
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_string);
+    match (human, beside) {
+        (Some(h), Some(g)) if super::weak::is_weak(&h, names) => (Some(g), marker),
+        (Some(h), Some(_)) => (Some(h), None),
+        (None, Some(g)) => (Some(g), marker),
+        (Some(h), None) => (Some(h), marker),
+        (None, None) => (None, None),
     }
 }
 
@@ -367,26 +395,36 @@ fn collect_parameters(
             ),
             Family::Swagger2 => swagger2::collection_style(&p),
         };
+        // `x-example` is where Swagger 2.0 specs (and the enricher) put a non-body
+        // parameter's example: 2.0 has no `example` field there.
         let example = p
             .get("example")
             .cloned()
             .or_else(|| first_example(p.get("examples")))
+            .or_else(|| p.get("x-example").cloned())
             .or_else(|| schema.get("example").cloned());
+        // Some specs (Spotify's) describe the parameter inside its schema only.
+        let human = p
+            .get("description")
+            .or_else(|| schema.get("description"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .filter(|s| !s.trim().is_empty());
+        let (description, description_provenance) = match p.as_object() {
+            Some(obj) => pick_description(obj, human, &[&name]),
+            None => (human, None),
+        };
         params.push(Parameter {
             name,
             location,
             required: location == ParamLocation::Path || truthy(p.get("required")),
-            description: p
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .filter(|s| !s.trim().is_empty()),
+            description,
             schema,
             style,
             explode,
             example,
             deprecated: truthy(p.get("deprecated")),
-            description_provenance: provenance(p.get("x-shortlist-generated"), "description"),
+            description_provenance,
             example_provenance: provenance(p.get("x-shortlist-generated"), "example"),
         });
     }
@@ -502,8 +540,8 @@ fn first_example(examples: Option<&Value>) -> Option<Value> {
     }
 }
 
-/// Property names of the first success response, a few levels deep: what ids and fields
-/// this endpoint produces.
+/// Property names of the first success response, a few levels of properties deep (arrays
+/// and compositions do not count as levels): what ids and fields this endpoint produces.
 fn response_fields(res: &mut Resolver, ctx: &OpCtx) -> Vec<String> {
     let Some(responses) = ctx.op.get("responses").and_then(Value::as_object) else {
         return Vec::new();
@@ -562,12 +600,12 @@ fn collect_fields(
         }
     }
     if let Some(items) = s.get("items") {
-        collect_fields(res, doc, items, depth + 1, out, visited);
+        collect_fields(res, doc, items, depth, out, visited);
     }
     for k in ["allOf", "anyOf", "oneOf"] {
         if let Some(parts) = s.get(k).and_then(Value::as_array) {
             for p in parts.iter().take(8) {
-                collect_fields(res, doc, p, depth + 1, out, visited);
+                collect_fields(res, doc, p, depth, out, visited);
             }
         }
     }

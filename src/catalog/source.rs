@@ -53,8 +53,41 @@ pub fn read_document(path: &Path) -> Result<Parsed, Problem> {
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };
-    let value = parse_text(path, &text)?;
+    let value = match parse_text(path, &text) {
+        Ok(v) => v,
+        Err(first) => {
+            // Two defects seen in published specs that a YAML parser rightly rejects but
+            // whose meaning is unambiguous: whitespace-only lines holding tabs inside block
+            // scalars, and stray control characters in strings. Repair, retry, and say so.
+            let repaired = repair(&text);
+            if repaired == text {
+                return Err(first);
+            }
+            let v = parse_text(path, &repaired).map_err(|_| first.clone())?;
+            warnings.push(Problem::warning(
+                path,
+                None,
+                format!("{}; loaded after blanking whitespace-only lines and control characters", first.message),
+            ));
+            v
+        }
+    };
     Ok(Parsed { value, warnings })
+}
+
+/// Blanks whitespace-only lines and replaces control characters (other than tab, CR, LF)
+/// with spaces.
+fn repair(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if !body.is_empty() && body.chars().all(|c| c == ' ' || c == '\t') {
+            out.push_str(&line[body.len()..]);
+            continue;
+        }
+        out.extend(line.chars().map(|c| if c.is_control() && !matches!(c, '\t' | '\n' | '\r') { ' ' } else { c }));
+    }
+    out
 }
 
 /// Parses text as JSON when it looks like JSON, as YAML otherwise.
@@ -158,6 +191,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v["responses"]["200"]["description"], "ok");
+    }
+
+    #[test]
+    fn tab_only_lines_in_block_scalars_are_repaired() {
+        let text = "openapi: 3.1.0\ninfo:\n  description: |-\n    \t\n    Text\n  title: t\n";
+        assert!(parse_text(Path::new("x.yaml"), text).is_err());
+        let v = parse_text(Path::new("x.yaml"), &repair(text)).unwrap();
+        assert_eq!(v["info"]["title"], "t");
     }
 
     #[test]

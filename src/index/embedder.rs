@@ -144,11 +144,20 @@ impl EmbedderConfig {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        // Any BERT-style model can be used; BGE-style models want CLS pooling.
+        let pooling = match env("SHORTLIST_POOLING").and_then(|v| v.into_string().ok()).as_deref() {
+            Some(p) if p.eq_ignore_ascii_case("cls") => Pooling::Cls,
+            _ => Pooling::Mean,
+        };
+        let max_length = env("SHORTLIST_MAX_TOKENS")
+            .and_then(|v| v.to_str().and_then(|s| s.trim().parse::<usize>().ok()))
+            .filter(|&n| n > 0)
+            .unwrap_or(256);
         EmbedderConfig {
             model_dir,
             ort_library,
-            pooling: Pooling::Mean,
-            max_length: 256,
+            pooling,
+            max_length,
             model_id,
             threads,
         }

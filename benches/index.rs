@@ -1,0 +1,217 @@
+//! Indexing and search benchmark: `cargo bench --bench index`.
+//!
+//! Measures, on the RestBench catalog (TMDB + Spotify, 94 endpoints) and on a synthetic
+//! catalog of 10,000 endpoints: indexing throughput, search latency (embedding included,
+//! p50/p99), peak memory, index size on disk and cold start (a fresh process opens the
+//! index, loads the model and answers one query). Figures go to stdout as a Markdown table;
+//! `docs/benchmarks.md` records a run.
+
+use serde_json::{json, Map, Value};
+use shortlist::catalog::Catalog;
+use shortlist::index::catalog_index;
+use shortlist::index::doc_text::DocVariant;
+use shortlist::index::{Embedder, EmbedderConfig};
+use shortlist::shortlist::{Options, Shortlister};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let size: usize = args
+        .iter()
+        .position(|a| a == "--synthetic")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let embedder = Embedder::load(&EmbedderConfig::locate()).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
+    println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let restbench = vec![root.join("catalogs/tmdb.json"), root.join("catalogs/spotify.json")];
+    run("RestBench (TMDB+Spotify)", &restbench, &embedder, restbench_queries(root));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let spec = synthetic_spec(dir.path(), size);
+    run(&format!("synthetic {size}"), &[spec], &embedder, synthetic_queries());
+}
+
+fn run(name: &str, specs: &[PathBuf], embedder: &Embedder, queries: Vec<String>) {
+    let catalog = Catalog::load_paths(specs);
+    let data = tempfile::tempdir().expect("temp dir");
+    let t = Instant::now();
+    let (index, _) = catalog_index::build(&catalog, data.path(), embedder, DocVariant::default(), |_, _| {}).expect("index");
+    let build = t.elapsed();
+    let n = index.len();
+    let disk = dir_size(data.path());
+    let shortlister = Shortlister::new(index, embedder_clone(), Options::default());
+    // Warm up, then time every query several times over.
+    for q in queries.iter().take(5) {
+        let _ = shortlister.search(q, 10, None);
+    }
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        for q in &queries {
+            let t = Instant::now();
+            let hits = shortlister.search(q, 10, None).expect("search");
+            times.push(t.elapsed());
+            assert!(!hits.is_empty());
+        }
+    }
+    times.sort();
+    let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
+    let cold = cold_start(data.path(), &queries[0]);
+    println!(
+        "| {name} | {n} | {:.1} s | {:.0} | {:.2} ms | {:.2} ms | {:.1} MB | {:.0} ms | {:.0} MB |",
+        build.as_secs_f64(),
+        n as f64 / build.as_secs_f64(),
+        ms(pct(0.5)),
+        ms(pct(0.99)),
+        disk as f64 / 1e6,
+        ms(cold),
+        peak_rss_mb()
+    );
+}
+
+/// A second model instance for the shortlister (the first keeps indexing).
+fn embedder_clone() -> Embedder {
+    Embedder::load(&EmbedderConfig::locate()).expect("model")
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A fresh `shortlist search` process: open the index, load the model, answer one query.
+fn cold_start(data: &Path, query: &str) -> Duration {
+    let bin = env!("CARGO_BIN_EXE_shortlist");
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let out = std::process::Command::new(bin)
+            .args(["search", query, "-k", "5", "--data-dir"])
+            .arg(data)
+            .output()
+            .expect("run shortlist");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        best = best.min(t.elapsed());
+    }
+    best
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            let path = e.path();
+            total += if path.is_dir() { dir_size(&path) } else { e.metadata().map(|m| m.len()).unwrap_or(0) };
+        }
+    }
+    total
+}
+
+fn restbench_queries(root: &Path) -> Vec<String> {
+    let bench = root.join("../shared/bench/restbench");
+    let mut out = Vec::new();
+    for f in ["tmdb_queries.jsonl", "spotify_queries.jsonl"] {
+        let text = std::fs::read_to_string(bench.join(f)).unwrap_or_default();
+        out.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter_map(|v| v["query"].as_str().map(str::to_string)));
+    }
+    if out.is_empty() {
+        out = synthetic_queries();
+    }
+    out
+}
+
+const RESOURCES: &[&str] = &[
+    "invoice", "customer", "order", "shipment", "product", "warehouse", "employee", "payroll", "ticket", "incident",
+    "device", "sensor", "alert", "report", "budget", "contract", "vendor", "payment", "refund", "subscription",
+    "playlist", "track", "album", "artist", "movie", "series", "episode", "review", "comment", "user", "group",
+    "role", "permission", "token", "webhook", "repository", "branch", "commit", "pipeline", "deployment",
+];
+const QUALIFIERS: &[&str] = &[
+    "", "archived", "draft", "shared", "public", "private", "regional", "scheduled", "recurring", "external",
+    "internal", "pending", "approved", "rejected", "historical", "summary", "detailed", "audit", "bulk", "tagged",
+    "favorite", "recent", "legacy", "premium", "trial",
+];
+const ACTIONS: &[(&str, &str, bool)] = &[
+    ("get", "Retrieve a single", true),
+    ("get", "List all", false),
+    ("post", "Create a new", false),
+    ("put", "Replace an existing", true),
+    ("patch", "Update fields of a", true),
+    ("delete", "Delete a", true),
+    ("post", "Export the", true),
+    ("get", "Count the", false),
+    ("post", "Import a batch of", false),
+    ("get", "Show the change history of a", true),
+];
+
+/// A deterministic OpenAPI 3.0 spec with `size` distinct, realistic-looking operations.
+fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
+    let mut paths = Map::new();
+    let mut made = 0;
+    'outer: for (qi, q) in QUALIFIERS.iter().enumerate() {
+        for r in RESOURCES {
+            for (ai, (method, verb, by_id)) in ACTIONS.iter().enumerate() {
+                if made == size {
+                    break 'outer;
+                }
+                let base = if q.is_empty() { format!("/{r}s") } else { format!("/{q}/{r}s") };
+                let path = match (*by_id, ai) {
+                    (true, 6) => format!("{base}/{{{r}_id}}/export"),
+                    (true, 9) => format!("{base}/{{{r}_id}}/history"),
+                    (true, _) => format!("{base}/{{{r}_id}}"),
+                    (false, 7) => format!("{base}/count"),
+                    (false, 8) => format!("{base}/import"),
+                    _ => base.clone(),
+                };
+                let label = if q.is_empty() { r.to_string() } else { format!("{q} {r}") };
+                let item = paths.entry(path.clone()).or_insert_with(|| json!({}));
+                let mut params = vec![];
+                if path.contains('{') {
+                    params.push(json!({"name": format!("{r}_id"), "in": "path", "required": true, "schema": {"type": "string"}, "description": format!("Identifier of the {label}.")}));
+                }
+                if *method == "get" && !by_id {
+                    params.push(json!({"name": "page", "in": "query", "schema": {"type": "integer"}, "description": "Page number."}));
+                }
+                item[*method] = json!({
+                    "operationId": format!("{method}_{}{}", label.replace(' ', "_"), ai),
+                    "summary": format!("{verb} {label}"),
+                    "description": format!("{verb} {label} records of the {q} {r} service. Variant {qi}."),
+                    "parameters": params,
+                    "responses": {"200": {"description": "OK"}},
+                });
+                made += 1;
+            }
+        }
+    }
+    let spec = json!({"openapi": "3.0.0", "info": {"title": "Synthetic Enterprise API", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}], "paths": paths});
+    let p = dir.join("synthetic.json");
+    std::fs::write(&p, spec.to_string()).expect("write synthetic spec");
+    p
+}
+
+fn synthetic_queries() -> Vec<String> {
+    let mut q = Vec::new();
+    for (i, r) in RESOURCES.iter().enumerate() {
+        let qual = QUALIFIERS[i % QUALIFIERS.len()];
+        q.push(format!("show me the change history of the {qual} {r} with id 42"));
+        q.push(format!("how many {r}s are there"));
+        q.push(format!("create a {r}"));
+    }
+    q
+}

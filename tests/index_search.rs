@@ -1,0 +1,242 @@
+//! Indexing and searching with the real embedding model, through the library and the CLI.
+
+use shortlist::catalog::Catalog;
+use shortlist::index::catalog_index::{self, EndpointIndex};
+use shortlist::index::doc_text::DocVariant;
+use shortlist::index::{Embedder, EmbedderConfig};
+use shortlist::shortlist::{Options, Shortlister};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn catalogs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs")
+}
+
+/// The real model; a missing model fails the test with the fix, never skips it.
+fn embedder() -> Embedder {
+    Embedder::load(&EmbedderConfig::locate())
+        .unwrap_or_else(|e| panic!("{e} (run ./scripts/setup-models.sh)"))
+}
+
+fn shortlister(spec: &str, dir: &Path) -> Shortlister {
+    let catalog = Catalog::load_paths(&[catalogs().join(spec)]);
+    let embedder = embedder();
+    let (index, _) =
+        catalog_index::build(&catalog, dir, &embedder, DocVariant::default(), |_, _| {}).unwrap();
+    Shortlister::new(index, embedder, Options::default())
+}
+
+fn top(s: &Shortlister, query: &str, k: usize) -> Vec<String> {
+    s.search(query, k, None)
+        .unwrap()
+        .iter()
+        .map(|h| s.endpoint(h.position).key())
+        .collect()
+}
+
+fn assert_in_top(s: &Shortlister, query: &str, k: usize, wanted: &[&str]) {
+    let got = top(s, query, k);
+    for w in wanted {
+        assert!(
+            got.iter().any(|g| g == w),
+            "{query:?}: {w} not in top {k}: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn tmdb_retrieval() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shortlister("tmdb.json", dir.path());
+    assert_in_top(
+        &s,
+        "Who directed the top-1 rated movie?",
+        10,
+        &["GET /movie/top_rated", "GET /movie/{movie_id}/credits"],
+    );
+    assert_in_top(
+        &s,
+        "What are the latest movies?",
+        10,
+        &["GET /movie/latest"],
+    );
+    assert_in_top(&s, "search for a tv show by name", 5, &["GET /search/tv"]);
+}
+
+#[test]
+fn spotify_retrieval() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = shortlister("spotify.json", dir.path());
+    assert_in_top(
+        &s,
+        "Add a song to my playback queue",
+        5,
+        &["POST /me/player/queue"],
+    );
+    assert_in_top(
+        &s,
+        "create a new playlist for me",
+        10,
+        &["POST /users/{user_id}/playlists"],
+    );
+    assert_in_top(
+        &s,
+        "what are the tracks of this album",
+        5,
+        &["GET /albums/{id}/tracks"],
+    );
+    assert_in_top(&s, "follow an artist", 10, &["PUT /me/following"]);
+}
+
+#[test]
+fn reindex_embeds_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_dir = tempfile::tempdir().unwrap();
+    let spec = spec_dir.path().join("tmdb.json");
+    std::fs::copy(catalogs().join("tmdb.json"), &spec).unwrap();
+    let embedder = embedder();
+    let build = |e: &dyn Fn(&mut Catalog)| {
+        let mut c = Catalog::load_paths(std::slice::from_ref(&spec));
+        e(&mut c);
+        catalog_index::build(&c, dir.path(), &embedder, DocVariant::default(), |_, _| {})
+            .unwrap()
+            .1
+    };
+    let first = build(&|_| {});
+    assert_eq!((first.embedded, first.reused), (54, 0));
+    let again = build(&|_| {});
+    assert_eq!((again.embedded, again.reused), (0, 54));
+    let changed = build(&|c| c.endpoints[3].summary = Some("A different summary".into()));
+    assert_eq!((changed.embedded, changed.reused), (1, 53));
+    // Opening never embeds: the index answers with the stored vectors.
+    let opened = EndpointIndex::open(dir.path()).unwrap().unwrap();
+    assert_eq!(opened.len(), 54);
+    assert!(opened.is_compatible(
+        &embedder,
+        catalog_index::text_version(DocVariant::default())
+    ));
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_shortlist"))
+}
+
+#[test]
+fn cli_index_search_and_errors() {
+    let data = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["index", "--data-dir"])
+        .arg(data.path())
+        .arg(catalogs().join("tmdb.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("indexed 54 endpoint(s)"));
+
+    let out = bin()
+        .args([
+            "search",
+            "Who directed the top-1 rated movie?",
+            "-k",
+            "10",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let hits: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(hits.len(), 10);
+    assert_eq!(hits[0]["rank"], 1);
+    assert!(hits
+        .iter()
+        .any(|h| h["path"] == "/movie/top_rated" && h["method"] == "GET"));
+
+    let out = bin()
+        .args(["search", "movies", "-k", "3", "--data-dir"])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.lines().next().unwrap().trim_start().starts_with("1 "));
+
+    // No index: exit 2 and one clear line.
+    let empty = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["search", "x", "--data-dir"])
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `shortlist index` first"));
+
+    // A missing model says how to fetch it.
+    let out = bin()
+        .args(["index", "--data-dir"])
+        .arg(empty.path())
+        .arg(catalogs().join("tmdb.json"))
+        .env("SHORTLIST_MODEL_DIR", "/nonexistent/model")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("setup-models.sh"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn cli_folder_with_broken_specs_indexes_the_rest() {
+    let specs = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        catalogs().join("musixmatch.yaml"),
+        specs.path().join("musixmatch.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        specs.path().join("broken.yaml"),
+        "openapi: 3.0.0\npaths: [\n",
+    )
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["index", "--data-dir"])
+        .arg(data.path())
+        .arg(specs.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a skipped spec is reported in the exit code"
+    );
+    assert!(
+        err.contains("broken.yaml") && err.contains("invalid YAML"),
+        "{err}"
+    );
+    assert!(err.contains("skipped 1 spec(s)"), "{err}");
+    assert!(err.contains("indexed 16 endpoint(s)"), "{err}");
+}
+
+#[test]
+fn missing_runtime_library_says_how_to_fetch_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["index", "--data-dir"])
+        .arg(empty.path())
+        .arg(catalogs().join("tmdb.json"))
+        .env("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("setup-models.sh") && err.contains("libonnxruntime"), "{err}");
+}
