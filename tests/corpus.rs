@@ -29,7 +29,7 @@ const REJECTED: &[(&str, &str)] = &[
 #[test]
 fn corpus_loads_with_named_rejections() {
     let dir = corpus();
-    let catalog = Catalog::load_paths(&[dir.clone()]);
+    let catalog = Catalog::load_paths(std::slice::from_ref(&dir));
     assert!(
         !catalog.problems.iter().any(|p| p.message.contains("internal error")),
         "a loader panic was caught: {:?}",

@@ -1,0 +1,330 @@
+//! [`Invoker`]: validates a tool call, builds the request, sends it and shapes the
+//! answer. One shared `reqwest::Client` (connection pool) serves every API.
+//!
+//! Order of checks, cheapest and most informative first: the API's `read_only` switch,
+//! argument validation, credentials from the environment, request building (URL safety),
+//! then the network. Every failure becomes a [`CallOutcome`] with `is_error`, never a
+//! panic or an `Err` the server has to format, and every outcome passes through the
+//! [`Redactor`] holding the secrets read for this call.
+//!
+//! Network policy: one deadline covers connecting, sending and reading the body (default
+//! 30 s, `timeout_secs` per API); redirects are followed only to the same scheme (or an
+//! upgrade to https), host and port, at most 5 times; bodies are read up to a cap.
+
+use super::auth::{self, EnvLookup, Redactor};
+use super::outcome::CallOutcome;
+use super::request::{build_request, host_of, PreparedRequest};
+use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, ResponseHead};
+use super::validate::validate;
+use crate::catalog::{ApiConfig, Endpoint, Method};
+use reqwest::header::{CONTENT_TYPE, LOCATION};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use url::Url;
+
+/// Tunables of an [`Invoker`].
+#[derive(Debug, Clone, Copy)]
+pub struct InvokerOptions {
+    /// Deadline for a whole call unless the API's config sets `timeout_secs`.
+    pub timeout: Duration,
+    /// Cap on the response body read (the rest is never downloaded).
+    pub max_response_bytes: usize,
+    /// Cap, in characters, on the body excerpt of an error response.
+    pub error_excerpt_chars: usize,
+    /// Same-host redirects followed before giving up.
+    pub max_redirects: usize,
+}
+
+impl Default for InvokerOptions {
+    fn default() -> Self {
+        InvokerOptions {
+            timeout: Duration::from_secs(30),
+            max_response_bytes: 100 * 1024,
+            error_excerpt_chars: 2048,
+            max_redirects: 5,
+        }
+    }
+}
+
+/// Calls endpoints over HTTP. Cheap to clone (the connection pool is shared).
+#[derive(Clone)]
+pub struct Invoker {
+    http: reqwest::Client,
+    options: InvokerOptions,
+    env: Arc<EnvLookup>,
+}
+
+impl std::fmt::Debug for Invoker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invoker")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Invoker {
+    /// An invoker with default options, reading credentials from the process environment.
+    pub fn new() -> Result<Invoker, reqwest::Error> {
+        Invoker::with_options(InvokerOptions::default())
+    }
+
+    /// An invoker with these options.
+    pub fn with_options(options: InvokerOptions) -> Result<Invoker, reqwest::Error> {
+        let max = options.max_redirects;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                let same = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| same_origin(first, attempt.url()));
+                if same && attempt.previous().len() <= max {
+                    attempt.follow()
+                } else {
+                    // Stopping hands the 3xx back, and `shape` says why it was not followed.
+                    attempt.stop()
+                }
+            }))
+            .user_agent(concat!("shortlist/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Invoker {
+            http,
+            options,
+            env: Arc::new(auth::process_env),
+        })
+    }
+
+    /// Replaces where credentials are looked up (tests, or a secrets manager).
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Invoker {
+        self.env = Arc::new(lookup);
+        self
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &InvokerOptions {
+        &self.options
+    }
+
+    /// Calls `ep` with the tool call's `args`. `api_cfg` is the API's catalog config entry
+    /// (base URL, credentials, read-only switch, timeout), if it has one.
+    pub async fn call(
+        &self,
+        ep: &Endpoint,
+        api_cfg: Option<&ApiConfig>,
+        args: &Map<String, Value>,
+    ) -> CallOutcome {
+        let mut redactor = Redactor::default();
+        let outcome = self.run(ep, api_cfg, args, &mut redactor).await;
+        if outcome.is_error {
+            tracing::debug!(tool = %ep.tool_name, status = ?outcome.status, "call failed");
+        }
+        outcome.redacted(&redactor)
+    }
+
+    async fn run(
+        &self,
+        ep: &Endpoint,
+        cfg: Option<&ApiConfig>,
+        args: &Map<String, Value>,
+        redactor: &mut Redactor,
+    ) -> CallOutcome {
+        if cfg.is_some_and(|c| c.read_only)
+            && !matches!(ep.method, Method::Get | Method::Head | Method::Options)
+        {
+            return CallOutcome::error(format!(
+                "refused: API '{}' is configured read_only, so {} is not called (only GET, HEAD and OPTIONS are allowed)",
+                ep.api,
+                ep.key()
+            ));
+        }
+        let valid = match validate(ep, args) {
+            Ok(v) => v,
+            Err(e) => return CallOutcome::error(e.to_string()),
+        };
+        let creds = match auth::resolve(
+            cfg.and_then(|c| c.auth.as_ref()),
+            &ep.api,
+            self.env.as_ref(),
+            redactor,
+        ) {
+            Ok(c) => c,
+            Err(e) => return CallOutcome::error(e),
+        };
+        let req = match build_request(ep, cfg, &valid, &creds) {
+            Ok(r) => r,
+            Err(e) => return CallOutcome::error(e),
+        };
+        let timeout = cfg
+            .and_then(|c| c.timeout_secs)
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs)
+            .unwrap_or(self.options.timeout);
+        let auth_hint = (cfg.and_then(|c| c.auth.as_ref()).is_none() && !ep.security.is_empty()).then(|| {
+            format!(
+                "hint: this endpoint declares authentication, but no `auth` is configured for API '{}' in the catalog config",
+                ep.api
+            )
+        });
+        tracing::debug!(tool = %ep.tool_name, method = %req.method, url = %req.display_url, "calling upstream");
+        let method = req.method.as_str();
+        let display_url = req.display_url.clone();
+        match tokio::time::timeout(timeout, self.exchange(req)).await {
+            Err(_) => CallOutcome::error(format!(
+                "upstream timed out after {} calling {method} {display_url}",
+                seconds(timeout)
+            )),
+            Ok(Err(e)) => CallOutcome::error(describe_error(&e, method, &display_url)),
+            Ok(Ok((head, body))) => {
+                let ctx = ResponseContext {
+                    method,
+                    display_url: &display_url,
+                    limits: Limits {
+                        max_bytes: self.options.max_response_bytes,
+                        excerpt_chars: self.options.error_excerpt_chars,
+                        max_redirects: self.options.max_redirects,
+                    },
+                    redactor,
+                    auth_hint,
+                };
+                shape(&head, body, &ctx)
+            }
+        }
+    }
+
+    /// Sends the request and reads the capped body.
+    async fn exchange(
+        &self,
+        req: PreparedRequest,
+    ) -> Result<(ResponseHead, CappedBody), reqwest::Error> {
+        let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
+            .unwrap_or(reqwest::Method::GET);
+        let request_url = req.url.clone();
+        let mut builder = self.http.request(method, req.url);
+        for (name, value) in req.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(b) = req.body {
+            builder = builder.body(b.bytes);
+        }
+        let mut resp = builder.send().await?;
+        let final_url = resp.url().clone();
+        let location = resp
+            .headers()
+            .get(LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| final_url.join(l).ok());
+        let head = ResponseHead {
+            status: resp.status(),
+            content_type: resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            location_same_origin: location
+                .as_ref()
+                .is_some_and(|l| same_origin(&request_url, l)),
+            location: location.map(|l| l.to_string()),
+        };
+        let body = read_capped(&mut resp, self.options.max_response_bytes).await?;
+        Ok((head, body))
+    }
+}
+
+/// Whether a redirect from `from` to `to` stays on the same host and port, and does not
+/// downgrade https to http. Upgrading http to https on the default ports is allowed
+/// (`http://api.example` -> `https://api.example` is the most common redirect there is).
+fn same_origin(from: &Url, to: &Url) -> bool {
+    let upgrade = from.scheme() == "http" && to.scheme() == "https";
+    let same_port = from.port_or_known_default() == to.port_or_known_default()
+        || (upgrade && from.port().is_none() && to.port().is_none());
+    from.host_str() == to.host_str() && same_port && (from.scheme() == to.scheme() || upgrade)
+}
+
+/// A readable transport error. The URL reqwest would quote (query and all) is left out;
+/// the caller's display URL has no query.
+fn describe_error(e: &reqwest::Error, method: &str, display_url: &str) -> String {
+    let host = Url::parse(display_url)
+        .map(|u| host_of(&u))
+        .unwrap_or_default();
+    let cause = causes(e);
+    if e.is_timeout() {
+        format!("upstream timed out calling {method} {display_url}: {cause}")
+    } else if e.is_connect() {
+        format!("could not connect to {host} calling {method} {display_url}: {cause}")
+    } else if e.is_body() || e.is_decode() {
+        format!("reading the response of {method} {display_url} failed: {cause}")
+    } else {
+        format!("request failed calling {method} {display_url}: {cause}")
+    }
+}
+
+/// The error's source chain, each distinct message once, without reqwest's URL suffix.
+fn causes(e: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    parts.push(strip_url(&e.to_string()));
+    while let Some(err) = cur {
+        let msg = err.to_string();
+        if !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+/// reqwest formats errors as `<kind> for url (<url>)`; the URL may carry an API key.
+fn strip_url(msg: &str) -> String {
+    match msg.find(" for url (") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// `30 s`, or `1.5 s`.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::invoke::args::tests::endpoint;
+
+    /// The server spawns calls on a multi-threaded runtime, so the future must be `Send`.
+    #[test]
+    fn call_future_is_send() {
+        fn is_send<T: Send>(_: &T) {}
+        let inv = Invoker::new().expect("client");
+        let ep = endpoint(Method::Get, "/x", vec![]);
+        let args = Map::new();
+        let fut = inv.call(&ep, None, &args);
+        is_send(&fut);
+    }
+
+    #[test]
+    fn same_origin_allows_only_same_host_port_and_no_downgrade() {
+        let u = |s: &str| Url::parse(s).expect("url");
+        assert!(same_origin(&u("http://a:80/x"), &u("http://a/y")));
+        assert!(same_origin(&u("http://a/x"), &u("https://a/y")));
+        assert!(!same_origin(&u("https://a/x"), &u("http://a:443/y")));
+        assert!(!same_origin(&u("http://a/x"), &u("http://b/x")));
+        assert!(!same_origin(&u("http://a:8080/x"), &u("http://a:8081/x")));
+    }
+
+    #[test]
+    fn reqwest_url_suffix_is_stripped() {
+        assert_eq!(
+            strip_url("error sending request for url (http://h/x?api_key=k)"),
+            "error sending request"
+        );
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+    }
+}

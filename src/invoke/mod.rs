@@ -1,0 +1,34 @@
+//! Calling endpoints for real: the MCP tool schema of an endpoint, argument validation,
+//! request building (encoding, styles, credentials, host pinning) and response shaping.
+//!
+//! `invoke` needs only an [`Endpoint`](crate::catalog::Endpoint), the API's
+//! [`ApiConfig`](crate::catalog::ApiConfig) and the call's arguments; it knows nothing of
+//! the index or the server. The server lists tools with [`input_schema`] and
+//! [`annotations`], and runs them with [`Invoker::call`], mapping the [`CallOutcome`] to
+//! an MCP result.
+//!
+//! ```text
+//! args ─► validate (schema.rs/check.rs) ─► auth (env) ─► request (style.rs, body.rs)
+//!      ─► client (timeout, same-host redirects) ─► response (cap, shape) ─► CallOutcome
+//! ```
+
+pub mod annotations;
+pub mod args;
+pub mod auth;
+pub mod body;
+pub mod check;
+pub mod client;
+pub mod outcome;
+pub mod request;
+pub mod response;
+pub mod schema;
+pub mod strict;
+pub mod style;
+pub mod validate;
+
+pub use annotations::{annotations, ToolAnnotations};
+pub use args::{arguments, ArgSpec, ArgTarget, BODY_ARG};
+pub use client::{Invoker, InvokerOptions};
+pub use outcome::CallOutcome;
+pub use schema::input_schema;
+pub use validate::{validate, ValidArgs, ValidationError};
