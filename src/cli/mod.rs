@@ -1,7 +1,10 @@
 //! Subcommands and what they share: catalog arguments, the data folder, logging.
 
+pub mod enrich;
+pub mod eval;
 pub mod index;
 pub mod search;
+pub mod serve;
 
 use anyhow::Context;
 use clap::Args;
@@ -94,9 +97,13 @@ pub fn check(args: CatalogArgs) -> anyhow::Result<ExitCode> {
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only on a terminal: a client that captures a server's stderr (every MCP
+    // client does) would otherwise log escape sequences.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }
 

@@ -4,7 +4,10 @@
 Made for the Rust integration tests: they spawn it with .venv/bin/python (set up by
 scripts/setup-test-tools.sh) so that a real, independent client checks the server.
 
-    mcp_client.py (--stdio "CMD ARGS..." | --http URL) [--mode legacy|auto] --script FILE|-
+    mcp_client.py (--stdio "CMD ARGS..." | --http URL | --sse URL) [--mode legacy|auto] --script FILE|-
+
+--sse URL      the HTTP+SSE transport of protocol 2024-11-05 (GET URL, POST to the announced
+               endpoint); always the legacy handshake.
 
 --mode legacy  initialize handshake, protocol 2025-11-25 (sessions); tools/list_changed
                arrives as a plain notification, received through `message_handler`.
@@ -42,6 +45,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -138,6 +142,9 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
         # Pass our whole environment on (the SDK would keep only HOME/PATH/...): tests
         # configure the server through env vars set on this driver.
         server: Any = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    elif args.sse:
+        headers = {k.strip(): v.strip() for k, v in (h.split(":", 1) for h in args.header)}
+        server = sse_client(args.sse, headers=headers or None)
     elif args.header:
         headers = dict(h.split(":", 1) for h in args.header)
         http = create_mcp_http_client(headers={k.strip(): v.strip() for k, v in headers.items()})
@@ -145,9 +152,11 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
     else:
         server = args.http
 
-    client = Client(server, mode=args.mode, message_handler=on_message, read_timeout_seconds=args.timeout)
+    # 2024-11-05 has only the initialize handshake: no discovery probe on that transport.
+    mode = "legacy" if args.sse else args.mode
+    client = Client(server, mode=mode, message_handler=on_message, read_timeout_seconds=args.timeout)
     async with AsyncExitStack() as stack:
-        if args.header:  # a caller-supplied httpx client must be open before the transport uses it
+        if args.header and not args.sse:  # a caller-supplied httpx client must be open before the transport uses it
             await stack.enter_async_context(http)
         await stack.enter_async_context(client)
         doc["protocolVersion"] = client.protocol_version
@@ -188,6 +197,7 @@ def main() -> int:
     target = ap.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", help='server command line, e.g. "target/debug/shortlist serve"')
     target.add_argument("--http", help="streamable HTTP endpoint URL, e.g. http://127.0.0.1:PORT/mcp")
+    target.add_argument("--sse", help="legacy HTTP+SSE endpoint URL, e.g. http://127.0.0.1:PORT/sse")
     ap.add_argument("--mode", choices=["legacy", "auto"], default="auto")
     ap.add_argument("--script", required=True, help="JSON file of steps, or - for stdin")
     ap.add_argument("--header", action="append", default=[], help='HTTP header "Name: value"')

@@ -1,0 +1,374 @@
+//! MCP server benchmark: `cargo bench --bench mcp_server`.
+//!
+//! On the RestBench catalogs (TMDB, Spotify; `../shared/bench/restbench`, or
+//! `SHORTLIST_RESTBENCH`), through the real `shortlist serve` binary:
+//!
+//! - `find_tools` latency over MCP, seen by a client (request written to answer parsed),
+//!   over stdio, streamable HTTP with a 2025-11-25 session, and stateless 2026-07-28 HTTP;
+//!   p50/p99 over every benchmark query, three rounds, after a warm-up;
+//! - the tokens (cl100k, `tiktoken-rs`) of what a client receives: the whole catalog as
+//!   tools (`--expose static`) versus a top-5 shortlist (the three meta-tools, the five
+//!   exposed tools, and the `find_tools` answer that exposed them).
+//!
+//! Figures go to stdout as Markdown; `docs/benchmarks.md` ("MCP server") records a run.
+//! The clients here are minimal JSON-RPC writers on purpose: the point is the server's
+//! cost, not an SDK's.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 3;
+const K: usize = 5;
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bench = std::env::var_os("SHORTLIST_RESTBENCH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/bench/restbench"));
+    let bpe = tiktoken_rs::cl100k_base().expect("cl100k tokenizer");
+    let tokens = |v: &Value| bpe.encode_with_special_tokens(&compact(v)).len();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+
+    let mut latency_rows = Vec::new();
+    let mut token_rows = Vec::new();
+    for name in ["tmdb", "spotify"] {
+        let spec = bench.join(format!("{name}_oas.json"));
+        let queries = read_queries(&bench.join(format!("{name}_queries.jsonl")));
+        assert!(
+            spec.is_file() && !queries.is_empty(),
+            "RestBench files missing in {}",
+            bench.display()
+        );
+        let data = tempfile::tempdir().expect("temp dir");
+        let base = vec![
+            spec.display().to_string(),
+            "--data-dir".into(),
+            data.path().display().to_string(),
+        ];
+
+        // The whole catalog as tools.
+        let mut all = Stdio1::start(&base, &["--expose", "static"]);
+        let listed = all.request("tools/list", json!({}));
+        let tools = listed["tools"].as_array().cloned().unwrap_or_default();
+        let endpoint_tools: Vec<Value> = tools.iter().skip(3).cloned().collect();
+        let whole = tokens(&Value::Array(endpoint_tools.clone()));
+        drop(all);
+
+        // A top-5 shortlist per query, over stdio; the cap of 5 makes the list after each
+        // find_tools exactly the three meta-tools plus that query's five.
+        let mut stdio = Stdio1::start(&base, &["--max-tools", "5"]);
+        let (mut meta_t, mut five_t, mut answer_t) = (0usize, Vec::new(), Vec::new());
+        for q in &queries {
+            let r = stdio.request("tools/call", find_args(q));
+            answer_t.push(tokens(&Value::String(result_text(&r))));
+            let l = stdio.request("tools/list", json!({}));
+            let t = l["tools"].as_array().cloned().unwrap_or_default();
+            meta_t = tokens(&Value::Array(t.iter().take(3).cloned().collect()));
+            five_t.push(tokens(&Value::Array(t.iter().skip(3).cloned().collect())));
+        }
+        let stdio_lat = time_rounds(&queries, |q| {
+            stdio.request("tools/call", find_args(q));
+        });
+        drop(stdio);
+
+        let (session_lat, stateless_lat) = runtime.block_on(http_latencies(&base, &queries));
+
+        let five = mean(&five_t);
+        let answer = mean(&answer_t);
+        token_rows.push(format!(
+            "| {name} | {} | {whole} | {meta_t} | {five:.0} | {answer:.0} | {:.0} | {:.1}x |",
+            endpoint_tools.len(),
+            meta_t as f64 + five + answer,
+            whole as f64 / (meta_t as f64 + five + answer),
+        ));
+        for (transport, lat) in [
+            ("stdio", &stdio_lat),
+            ("HTTP, 2025-11-25 session", &session_lat),
+            ("HTTP, 2026-07-28 stateless", &stateless_lat),
+        ] {
+            latency_rows.push(format!(
+                "| {name} | {transport} | {} | {} | {} |",
+                lat.len(),
+                ms(percentile(lat, 0.50)),
+                ms(percentile(lat, 0.99)),
+            ));
+        }
+    }
+
+    println!("### find_tools latency over MCP (k={K}, client round trip)\n");
+    println!("| catalog | transport | calls | p50 | p99 |");
+    println!("|---|---|---|---|---|");
+    latency_rows.iter().for_each(|r| println!("{r}"));
+    println!("\n### Tokens a client receives (cl100k)\n");
+    println!("| catalog | endpoints | whole catalog as tools | 3 meta-tools | 5 shortlisted tools (mean) | find_tools answer (mean) | top-5 total | ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    token_rows.iter().for_each(|r| println!("{r}"));
+}
+
+/// `find_tools` call parameters.
+fn find_args(q: &str) -> Value {
+    json!({"name": "find_tools", "arguments": {"query": q, "k": K}})
+}
+
+/// Times `f` on every query, `ROUNDS` times, after five warm-up calls.
+fn time_rounds(queries: &[String], mut f: impl FnMut(&str)) -> Vec<Duration> {
+    queries.iter().take(5).for_each(|q| f(q));
+    let mut out = Vec::new();
+    for _ in 0..ROUNDS {
+        for q in queries {
+            let t = Instant::now();
+            f(q);
+            out.push(t.elapsed());
+        }
+    }
+    out
+}
+
+/// One `shortlist serve` over stdio with a newline-delimited JSON-RPC client.
+struct Stdio1 {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Stdio1 {
+    fn start(base: &[String], extra: &[&str]) -> Stdio1 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shortlist"))
+            .arg("serve")
+            .args(base)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn shortlist serve");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut c = Stdio1 {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        c.notify("notifications/initialized");
+        c
+    }
+
+    fn notify(&mut self, method: &str) {
+        let m = json!({"jsonrpc": "2.0", "method": method});
+        writeln!(self.stdin, "{m}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and returns its result, skipping notifications.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{m}").expect("write");
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.stdout.read_line(&mut line).expect("read");
+            assert!(n > 0, "the server closed stdout");
+            let v: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if v["id"] == id {
+                assert!(v.get("error").is_none(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+}
+
+impl Drop for Stdio1 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `find_tools` latency over HTTP: one 2025-11-25 session, then stateless 2026-07-28
+/// requests (each self-contained, as that era wants).
+async fn http_latencies(base: &[String], queries: &[String]) -> (Vec<Duration>, Vec<Duration>) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_shortlist"))
+        .arg("serve")
+        .args(base)
+        .args(["--max-tools", "5", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn shortlist serve --http");
+    let url = {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = loop {
+            let line = lines
+                .next_line()
+                .await
+                .expect("stderr")
+                .expect("server started");
+            if let Some(rest) = line.split("serving MCP on ").nth(1) {
+                break rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+            }
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        url
+    };
+    let http = reqwest::Client::new();
+
+    // 2025-11-25: initialize, keep the session id.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}});
+    let resp = post(&http, &url, &init, &[]).await;
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("session id")
+        .to_string();
+    let _ = resp.text().await;
+    let sh = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = post(&http, &url, &initialized, &sh).await.text().await;
+    let mut id = 0u64;
+    let mut session_lat = Vec::new();
+    let mut stateless_lat = Vec::new();
+    for (era, out) in [
+        ("session", &mut session_lat),
+        ("stateless", &mut stateless_lat),
+    ] {
+        for round in 0..=ROUNDS {
+            for q in queries.iter().take(if round == 0 { 5 } else { usize::MAX }) {
+                id += 1;
+                let t = Instant::now();
+                let v = if era == "session" {
+                    let m = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": find_args(q)});
+                    answer(post(&http, &url, &m, &sh).await, id).await
+                } else {
+                    let mut p = find_args(q);
+                    p["_meta"] = json!({
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}});
+                    let m =
+                        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": p});
+                    let h = [
+                        ("mcp-protocol-version", "2026-07-28"),
+                        ("mcp-method", "tools/call"),
+                        ("mcp-name", "find_tools"),
+                    ];
+                    answer(post(&http, &url, &m, &h).await, id).await
+                };
+                if round > 0 {
+                    out.push(t.elapsed());
+                }
+                assert_eq!(v["result"]["isError"], false, "{v}");
+            }
+        }
+    }
+    (session_lat, stateless_lat)
+}
+
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut r = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    let resp = r.send().await.expect("POST");
+    assert!(resp.status().is_success(), "HTTP {}", resp.status());
+    resp
+}
+
+/// The JSON-RPC answer with `id` from a JSON or SSE response body.
+async fn answer(resp: reqwest::Response, id: u64) -> Value {
+    let body = resp.text().await.expect("body");
+    if let Ok(v) = serde_json::from_str::<Value>(&body) {
+        return v;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == id)
+        .unwrap_or_else(|| panic!("no answer with id {id} in {body}"))
+}
+
+fn result_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// A value as a client would put it in the model's context: compact JSON (a text stays
+/// itself).
+fn compact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+fn read_queries(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["query"].as_str().map(String::from))
+        .collect()
+}
+
+fn mean(v: &[usize]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<usize>() as f64 / v.len() as f64
+    }
+}
+
+fn percentile(v: &[Duration], p: f64) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    if s.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((s.len() as f64 - 1.0) * p).round() as usize;
+    s[i.min(s.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}

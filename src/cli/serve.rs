@@ -1,0 +1,186 @@
+//! `shortlist serve`: the MCP server, over stdio (default) or HTTP.
+//!
+//! Startup loads the catalog, then brings the index up to date with it: an unchanged
+//! catalog embeds nothing (the index is only read), a changed one re-embeds only the
+//! endpoints whose text changed. Everything is reported on stderr; in stdio mode stdout
+//! carries nothing but the protocol.
+
+use super::{load_embedder, CatalogArgs};
+use anyhow::Context;
+use clap::Args;
+use shortlist::index::catalog_index;
+use shortlist::index::doc_text::DocVariant;
+use shortlist::invoke::Invoker;
+use shortlist::server::{self, Expose, HttpOptions, ServerOptions, ServerState};
+use shortlist::shortlist::{Options, Shortlister};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    /// Serve streamable HTTP at /mcp (and legacy SSE at /sse) on this address instead of
+    /// stdio: `127.0.0.1:8080`, `:8080` or `8080` (loopback), port 0 for any free port.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Which tools clients see: `dynamic` (what find_tools shortlists), `static` (every
+    /// endpoint; small catalogs) or `meta` (only find_tools, describe_tool and call_tool).
+    #[arg(long, value_enum, default_value_t = Expose::Dynamic)]
+    pub expose: Expose,
+    /// Most endpoint tools one client sees at once (dynamic); the least recently used leave.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub max_tools: u16,
+    /// Require `Authorization: Bearer <token>` on HTTP, with the token read from this
+    /// environment variable. Needed to listen on a non-loopback address.
+    #[arg(long, value_name = "VAR")]
+    pub auth_token_env: Option<String>,
+    /// Also accept this `Host` name over HTTP (besides loopback names); repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Minutes without a request after which a client's exposed tools are forgotten.
+    #[arg(long, value_name = "MINUTES", default_value_t = 30)]
+    pub idle_minutes: u64,
+    /// Doc-text variant of the index (as given to `shortlist index`).
+    #[arg(long, value_enum, default_value_t = DocVariant::default())]
+    pub variant: DocVariant,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // Validate the transport options before the slow part, so a typo fails at once.
+    let http = match &args.http {
+        Some(a) => Some(http_options(&args, a)?),
+        None => None,
+    };
+    let started = Instant::now();
+    let catalog = args.catalog.load()?;
+    let data_dir = args.catalog.data_dir(&catalog.config);
+    let embedder = load_embedder()?;
+    let (index, stats) = catalog_index::build(
+        &catalog,
+        &data_dir,
+        &embedder,
+        args.variant,
+        |done, total| {
+            // Nothing to embed is the common case (an unchanged catalog) and says nothing.
+            if total > 0 && done == 0 {
+                eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
+            }
+        },
+    )
+    .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
+    eprintln!(
+        "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
+        index.len(),
+        catalog.apis.len(),
+        started.elapsed().as_secs_f64(),
+        stats.embedded,
+        stats.reused,
+    );
+    let shortlister = Shortlister::new(index, embedder, Options::default());
+    let invoker = Invoker::new().context("cannot create the HTTP client")?;
+    let options = ServerOptions {
+        expose: args.expose,
+        max_tools: usize::from(args.max_tools),
+        idle_expiry: Duration::from_secs(args.idle_minutes.max(1) * 60),
+    };
+    let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        spawn_signal_handler(shutdown.clone());
+        match http {
+            Some(opts) => server::http::serve(state, opts, shutdown).await,
+            None => server::serve_stdio(state, shutdown).await,
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// HTTP options from the command line; the token is read from its variable here and
+/// never printed.
+fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
+    let auth_token = match &args.auth_token_env {
+        Some(var) => {
+            let t = std::env::var(var).unwrap_or_default();
+            if t.trim().is_empty() {
+                anyhow::bail!("--auth-token-env {var}: the variable is not set or empty");
+            }
+            Some(t.trim().to_string())
+        }
+        None => None,
+    };
+    let opts = HttpOptions {
+        addr: parse_addr(addr)?,
+        auth_token,
+        allowed_hosts: args.allowed_hosts.clone(),
+    };
+    opts.check()?;
+    Ok(opts)
+}
+
+/// `8080` and `:8080` mean loopback; anything else is `host:port`.
+fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
+    let s = s.trim();
+    let full = if s.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{s}")
+    } else if let Some(port) = s.strip_prefix(':') {
+        format!("127.0.0.1:{port}")
+    } else {
+        s.to_string()
+    };
+    full.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("--http {s}: expected an address such as 127.0.0.1:8080"))
+}
+
+/// Ctrl-C or SIGTERM ends the server cleanly: open streams close, sessions end.
+fn spawn_signal_handler(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("shutting down");
+        shutdown.cancel();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr("8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(parse_addr(":0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(
+            parse_addr("127.0.0.1:9").unwrap().to_string(),
+            "127.0.0.1:9"
+        );
+        assert!(parse_addr("nonsense").is_err());
+    }
+}

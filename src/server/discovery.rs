@@ -1,0 +1,276 @@
+//! What `find_tools` and `describe_tool` answer.
+//!
+//! `find_tools` follows the discovery pattern: one compact line of facts per endpoint (tool
+//! name, method and path, one-line summary, required arguments with their types, score)
+//! because its answer lands in the model's context. It still carries enough to call each
+//! tool in the same turn, which is what clients that ignore `tools/list_changed` need.
+//! `describe_tool` is the expensive, complete view, fetched only for the tool about to be
+//! used.
+
+use crate::catalog::{ApiConfig, AuthConfig, AuthScheme, Endpoint, ParamLocation};
+use crate::invoke::args::ArgTarget;
+use crate::invoke::schema::{argument_schemas, input_schema};
+use serde_json::{json, Map, Value};
+
+/// Optional argument names listed per hit before "+N more".
+const OPTIONAL_SHOWN: usize = 8;
+/// Enum values spelled out in a type summary before it says "…".
+const ENUM_SHOWN: usize = 6;
+/// Characters of the description `describe_tool` returns.
+const FULL_DESCRIPTION_CHARS: usize = 2000;
+
+/// One `find_tools` hit.
+pub fn hit(ep: &Endpoint, score: f32) -> Value {
+    let mut required = Map::new();
+    let mut optional = Vec::new();
+    for a in argument_schemas(ep) {
+        if a.required {
+            required.insert(a.spec.name.clone(), Value::String(type_summary(&a.schema)));
+        } else {
+            optional.push(a.spec.name.clone());
+        }
+    }
+    let mut out = json!({
+        "name": ep.tool_name,
+        "call": format!("{} {}", ep.method.as_str(), ep.path),
+        "summary": ep.one_line(),
+    });
+    if !required.is_empty() {
+        out["required"] = Value::Object(required);
+    }
+    if !optional.is_empty() {
+        let more = optional.len().saturating_sub(OPTIONAL_SHOWN);
+        let mut shown: Vec<Value> = optional
+            .into_iter()
+            .take(OPTIONAL_SHOWN)
+            .map(Value::String)
+            .collect();
+        if more > 0 {
+            shown.push(Value::String(format!("+{more} more (describe_tool)")));
+        }
+        out["optional"] = Value::Array(shown);
+    }
+    if ep.deprecated {
+        out["deprecated"] = Value::Bool(true);
+    }
+    // Four decimals separate fused ranks; more digits only cost tokens.
+    out["score"] = json!((f64::from(score) * 10_000.0).round() / 10_000.0);
+    out
+}
+
+/// The whole `find_tools` answer.
+pub fn find_result(query: &str, hits: Vec<Value>, exposed: bool, mode_note: &str) -> Value {
+    let note = if hits.is_empty() {
+        "No endpoint matches; try other words or another api.".to_string()
+    } else {
+        mode_note.to_string()
+    };
+    json!({
+        "query": query,
+        "exposed": exposed,
+        "tools": hits,
+        "note": note,
+    })
+}
+
+/// `describe_tool`'s full definition of one endpoint. `api_cfg` tells whether the server
+/// holds credentials for it (the credentials themselves never appear).
+pub fn describe(ep: &Endpoint, api_cfg: Option<&ApiConfig>, exposed: bool) -> Value {
+    let arguments: Vec<Value> = argument_schemas(ep)
+        .into_iter()
+        .map(|a| {
+            let mut v = json!({"argument": a.spec.name, "required": a.required});
+            match a.spec.target {
+                ArgTarget::Param(i) => {
+                    if let Some(p) = ep.parameters.get(i) {
+                        v["in"] = json!(p.location.as_str());
+                        if p.name != a.spec.name {
+                            v["name"] = json!(p.name);
+                        }
+                        if let Some(s) = &p.style {
+                            v["style"] = json!(s);
+                        }
+                    }
+                }
+                ArgTarget::Body => {
+                    if let Some(b) = &ep.request_body {
+                        v["in"] = json!("body");
+                        v["content_type"] = json!(b.content_type);
+                    }
+                }
+            }
+            v
+        })
+        .collect();
+    let description = ep
+        .description
+        .as_deref()
+        .map(|d| crate::text::clip_chars(&crate::text::clean(d), FULL_DESCRIPTION_CHARS))
+        .filter(|d| !d.is_empty());
+    let read_only = api_cfg.is_some_and(|c| c.read_only);
+    let mut out = json!({
+        "name": ep.tool_name,
+        "title": super::tools::title(ep),
+        "api": ep.api,
+        "api_title": ep.api_title,
+        "method": ep.method.as_str(),
+        "path": ep.path,
+        "summary": ep.one_line(),
+        "description": description,
+        "inputSchema": input_schema(ep),
+        "arguments": arguments,
+        "auth": auth(ep, api_cfg),
+        "exposed": exposed,
+    });
+    if let Some(base) = ep.servers.first() {
+        out["base_url"] = json!(base);
+    }
+    if ep.deprecated {
+        out["deprecated"] = json!(true);
+    }
+    if !ep.tags.is_empty() {
+        out["tags"] = json!(ep.tags);
+    }
+    if read_only && !ep.method.is_safe() {
+        out["blocked"] = json!("this API is configured read-only: the server refuses this method");
+    }
+    if let Some(g) = &ep.generated_summary {
+        out["generated_summary"] = json!(g);
+    }
+    out
+}
+
+/// What the endpoint's security asks for and whether the server supplies it.
+fn auth(ep: &Endpoint, api_cfg: Option<&ApiConfig>) -> Value {
+    let alternatives: Vec<String> = ep
+        .security
+        .iter()
+        .map(|req| {
+            req.schemes
+                .iter()
+                .map(|(name, s)| scheme_text(name, s))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    let configured = api_cfg.and_then(|c| c.auth.as_ref()).map(|a| match a {
+        AuthConfig::Bearer { .. } => "bearer token",
+        AuthConfig::ApiKey { .. } => "API key",
+        AuthConfig::Basic { .. } => "basic auth",
+    });
+    json!({
+        "requires": if alternatives.is_empty() { Value::Null } else { json!(alternatives) },
+        "supplied_by_server": configured,
+    })
+}
+
+fn scheme_text(name: &str, s: &AuthScheme) -> String {
+    match s {
+        AuthScheme::ApiKey {
+            name: key,
+            location,
+        } => {
+            let loc = match location {
+                ParamLocation::Query => "query parameter",
+                ParamLocation::Header => "header",
+                ParamLocation::Cookie => "cookie",
+                ParamLocation::Path => "path parameter",
+            };
+            format!("{name}: API key in {loc} '{key}'")
+        }
+        AuthScheme::Bearer => format!("{name}: bearer token"),
+        AuthScheme::Basic => format!("{name}: HTTP basic auth"),
+        AuthScheme::OAuth2 { scopes } if scopes.is_empty() => format!("{name}: OAuth2"),
+        AuthScheme::OAuth2 { scopes } => format!("{name}: OAuth2 ({})", scopes.join(", ")),
+        AuthScheme::OpenIdConnect => format!("{name}: OpenID Connect"),
+        AuthScheme::Other { description } => format!("{name}: {description}"),
+    }
+}
+
+/// A short type for a schema: `integer`, `string (date)`, `string: day|week`,
+/// `array of string`, `object {name, public}`.
+pub fn type_summary(schema: &Value) -> String {
+    let Some(o) = schema.as_object() else {
+        return "any".into();
+    };
+    if let Some(Value::Array(values)) = o.get("enum") {
+        let mut shown: Vec<String> = values
+            .iter()
+            .take(ENUM_SHOWN)
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        if values.len() > ENUM_SHOWN {
+            shown.push("…".into());
+        }
+        return format!("{}: {}", base_type(o), shown.join("|"));
+    }
+    let base = base_type(o);
+    match base.as_str() {
+        "array" => match o.get("items") {
+            Some(items) => format!("array of {}", type_summary(items)),
+            None => "array".into(),
+        },
+        "object" => {
+            let required: Vec<&str> = o
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if required.is_empty() {
+                "object".into()
+            } else {
+                format!("object {{{}}}", required.join(", "))
+            }
+        }
+        _ => match o.get("format").and_then(Value::as_str) {
+            Some(f) => format!("{base} ({f})"),
+            None => base,
+        },
+    }
+}
+
+fn base_type(o: &Map<String, Value>) -> String {
+    match o.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if o.contains_key("properties") => "object".into(),
+        _ if o.contains_key("items") => "array".into(),
+        _ => "any".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_summaries_are_short() {
+        assert_eq!(type_summary(&json!({"type": "integer"})), "integer");
+        assert_eq!(
+            type_summary(&json!({"type": "string", "format": "date"})),
+            "string (date)"
+        );
+        assert_eq!(
+            type_summary(&json!({"type": "string", "enum": ["day", "week"]})),
+            "string: day|week"
+        );
+        assert_eq!(
+            type_summary(&json!({"type": "array", "items": {"type": "string"}})),
+            "array of string"
+        );
+        assert_eq!(
+            type_summary(&json!({"type": "object", "required": ["name"], "properties": {}})),
+            "object {name}"
+        );
+        assert_eq!(type_summary(&json!({"type": ["string", "null"]})), "string");
+    }
+}

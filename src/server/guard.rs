@@ -1,0 +1,159 @@
+//! HTTP guards in front of every route: the bearer token (when configured) and, for the
+//! routes rmcp does not serve itself (legacy SSE), the DNS-rebinding `Host` check that
+//! rmcp applies to `/mcp`.
+//!
+//! A server on loopback is reachable from any web page the user opens through DNS
+//! rebinding, unless it refuses `Host` names it does not serve; a server off loopback is
+//! reachable by anyone, hence the token.
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// What the guards check.
+#[derive(Clone)]
+pub struct Guard {
+    /// SHA-256 of the expected `Authorization` value (`Bearer <token>`); `None` = no auth.
+    token_digest: Option<[u8; 32]>,
+    /// Host names (optionally `host:port`) accepted in `Host`; empty accepts any.
+    allowed_hosts: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the token, not even its digest.
+        f.debug_struct("Guard")
+            .field("auth", &self.token_digest.is_some())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish()
+    }
+}
+
+impl Guard {
+    pub fn new(token: Option<&str>, allowed_hosts: Vec<String>) -> Guard {
+        Guard {
+            token_digest: token.map(|t| Sha256::digest(format!("Bearer {t}")).into()),
+            allowed_hosts: Arc::new(allowed_hosts),
+        }
+    }
+
+    /// Whether the request's `Authorization` header carries the token. Digests of equal
+    /// length are compared in constant time, so timing reveals nothing about the token.
+    fn authorized(&self, req: &Request) -> bool {
+        let Some(expected) = &self.token_digest else {
+            return true;
+        };
+        let Some(given) = req.headers().get(header::AUTHORIZATION) else {
+            return false;
+        };
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        given
+            .iter()
+            .zip(expected.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+
+    /// Whether the `Host` header names this server.
+    pub fn host_allowed(&self, req: &Request) -> bool {
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_string)
+            .or_else(|| req.uri().authority().map(|a| a.to_string()));
+        let Some(host) = host else {
+            return false;
+        };
+        let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
+            return false;
+        };
+        let name = normalize(authority.host());
+        let port = authority.port_u16();
+        self.allowed_hosts.iter().any(|allowed| {
+            match allowed.parse::<axum::http::uri::Authority>() {
+                Ok(a) => {
+                    normalize(a.host()) == name && a.port_u16().is_none_or(|p| Some(p) == port)
+                }
+                Err(_) => normalize(allowed) == name,
+            }
+        })
+    }
+}
+
+fn normalize(host: &str) -> String {
+    host.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+/// Middleware: 401 without the token.
+pub async fn require_token(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    if guard.authorized(&req) {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Unauthorized: send Authorization: Bearer <token>",
+        )
+            .into_response()
+    }
+}
+
+/// Middleware for the legacy SSE routes: 403 for a `Host` this server does not serve.
+pub async fn require_host(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    if guard.host_allowed(&req) {
+        next.run(req).await
+    } else {
+        tracing::warn!("rejected a legacy SSE request with a disallowed Host header");
+        (
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host header is not allowed",
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+
+    fn req(host: &str, auth: Option<&str>) -> Request {
+        let mut b = axum::http::Request::builder()
+            .uri("/sse")
+            .header("host", host);
+        if let Some(a) = auth {
+            b = b.header("authorization", a);
+        }
+        b.body(Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn host_check_accepts_loopback_names_only() {
+        let g = Guard::new(
+            None,
+            vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        );
+        assert!(g.host_allowed(&req("127.0.0.1:8080", None)));
+        assert!(g.host_allowed(&req("LOCALHOST", None)));
+        assert!(g.host_allowed(&req("[::1]:9", None)));
+        assert!(!g.host_allowed(&req("evil.example", None)));
+        assert!(!g.host_allowed(&req("evil.example:8080", None)));
+    }
+
+    #[test]
+    fn token_must_match_exactly() {
+        let g = Guard::new(Some("s3cret"), vec![]);
+        assert!(g.authorized(&req("x", Some("Bearer s3cret"))));
+        assert!(!g.authorized(&req("x", Some("Bearer s3cre"))));
+        assert!(!g.authorized(&req("x", None)));
+        assert!(!format!("{g:?}").contains("s3cret"));
+        assert!(Guard::new(None, vec![]).authorized(&req("x", None)));
+    }
+}

@@ -1,0 +1,267 @@
+//! The MCP handler: maps protocol requests onto [`ServerState`] and announces tool list
+//! changes the way the client's protocol era expects.
+//!
+//! A handler is built per connection (stdio, legacy SSE), per HTTP session (2025-11-25 and
+//! older) or per request (stateless 2026-07-28 HTTP), so it holds no state of its own beyond
+//! the key of the client it serves; see [`super::clients`].
+//!
+//! Announcing changes:
+//! - up to 2025-11-25 a plain `notifications/tools/list_changed` goes to the peer (over
+//!   HTTP rmcp routes it to the session's standalone GET stream);
+//! - from 2026-07-28 notifications may only travel on a `subscriptions/listen` stream, so
+//!   each open stream's sink is kept in the registry under the client's key and told there.
+
+use super::clients::ClientKey;
+use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
+use super::state::{error_result, json_result, Expose, ServerState};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The header a streamable HTTP session is named by.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the server tells clients at initialization.
+const INSTRUCTIONS: &str = "This server gives access to a catalog of REST APIs. Call \
+find_tools with a plain description of the task to get the matching API endpoints as tools, \
+each with its required arguments. Call a found tool directly, or with call_tool(name, \
+arguments) when it is not in your tool list. describe_tool(name) returns a tool's full \
+definition.";
+
+/// The MCP handler; see the module documentation.
+pub struct ShortlistServer {
+    state: Arc<ServerState>,
+    /// The client of a stdio or legacy SSE connection: one handler, one client.
+    connection: Option<ClientKey>,
+    /// The HTTP session this handler turned out to serve, forgotten when it is dropped.
+    session: Mutex<Option<ClientKey>>,
+}
+
+impl ShortlistServer {
+    /// A handler for a connection with exactly one client (stdio, legacy SSE). The client's
+    /// exposed set is forgotten when the connection (and so the handler) ends.
+    pub fn for_connection(state: Arc<ServerState>, key: ClientKey) -> ShortlistServer {
+        ShortlistServer {
+            state,
+            connection: Some(key),
+            session: Mutex::new(None),
+        }
+    }
+
+    /// A handler for streamable HTTP, where the client is known from each request.
+    pub fn for_http(state: Arc<ServerState>) -> ShortlistServer {
+        ShortlistServer {
+            state,
+            connection: None,
+            session: Mutex::new(None),
+        }
+    }
+
+    /// Who sent this request: the connection's client, else the HTTP session, else (the
+    /// stateless era) the credential the request carries.
+    fn client_key(&self, ctx: &RequestContext<RoleServer>) -> ClientKey {
+        if let Some(k) = &self.connection {
+            return k.clone();
+        }
+        let Some(parts) = ctx.extensions.get::<axum::http::request::Parts>() else {
+            return ClientKey::credential(None);
+        };
+        if let Some(id) = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            let key = ClientKey::session(id);
+            let mut slot = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.is_none() {
+                *slot = Some(key.clone());
+            }
+            return key;
+        }
+        ClientKey::credential(
+            parts
+                .headers
+                .get(axum::http::header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+        )
+    }
+
+    /// Tells the client its tool list changed, through its era's channel.
+    async fn announce(&self, ctx: &RequestContext<RoleServer>, key: &ClientKey) {
+        if !is_modern(ctx) {
+            if let Err(e) = ctx.peer.notify_tool_list_changed().await {
+                tracing::debug!(client = %key, error = %e, "list_changed not delivered");
+            }
+        }
+        // Listen streams may belong to other connections of the same client; a slow one must
+        // not hold up this answer, so they are told in the background.
+        let sinks = self.state.clients().listeners(key);
+        if !sinks.is_empty() {
+            let key = key.clone();
+            tokio::spawn(async move {
+                for sink in sinks {
+                    if let Err(e) = sink.notify_tool_list_changed().await {
+                        tracing::debug!(client = %key, error = %e, "list_changed not delivered to a listen stream");
+                    }
+                }
+            });
+        }
+    }
+
+    async fn find_tools(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        args: &JsonObject,
+    ) -> CallToolResponse {
+        let key = self.client_key(ctx);
+        let found = self.state.find(&key, args).await;
+        if found.is_error() {
+            let msg = found.result["error"]
+                .as_str()
+                .unwrap_or("invalid arguments")
+                .to_string();
+            return error_result(format!("find_tools: {msg}")).into();
+        }
+        if found.change.is_change() {
+            tracing::debug!(client = %key, added = found.change.added.len(), removed = found.change.removed.len(), "exposed tools changed");
+            self.announce(ctx, &key).await;
+        }
+        json_result(found.result).into()
+    }
+}
+
+impl Drop for ShortlistServer {
+    fn drop(&mut self) {
+        // A connection or session that ended will never ask again: give its memory back now
+        // rather than at idle expiry. Stateless clients have no end and rely on expiry.
+        let session = self
+            .session
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for k in self.connection.iter().chain(session.as_ref()) {
+            self.state.clients().remove(k);
+            tracing::debug!(client = %k, clients = self.state.clients().len(), "client state released");
+        }
+    }
+}
+
+/// Whether the request speaks 2026-07-28 or later (notifications only on listen streams).
+fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl ServerHandler for ShortlistServer {
+    fn get_info(&self) -> ServerConfig {
+        let tools = ServerCapabilities::builder().enable_tools();
+        // Only a dynamic list ever changes; saying so elsewhere would invite useless refetches.
+        let capabilities = if self.state.options().expose == Expose::Dynamic {
+            tools.enable_tool_list_changed().build()
+        } else {
+            tools.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("shortlist", env!("CARGO_PKG_VERSION"))
+                    .with_title("shortlist: REST API catalogs as MCP tools"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let key = self.client_key(&ctx);
+        let tools = self.state.list_tools(&key);
+        // The list is per client and changes with every find_tools: it must not be cached
+        // (2026-07-28 clients otherwise keep it for ttlMs) nor shared between clients.
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let name = request.name.as_ref();
+        match name {
+            FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),
+            DESCRIBE_TOOL => {
+                let key = self.client_key(&ctx);
+                Ok(self.state.describe(&key, &args).into())
+            }
+            CALL_TOOL => {
+                let key = self.client_key(&ctx);
+                let call = match meta_tools::call_args(&args) {
+                    Ok(c) => c,
+                    Err(msg) => return Ok(error_result(format!("call_tool: {msg}")).into()),
+                };
+                if meta_tools::is_meta(&call.name) {
+                    return Ok(error_result(format!(
+                        "call_tool calls API tools; call '{}' directly",
+                        call.name
+                    ))
+                    .into());
+                }
+                match self
+                    .state
+                    .call_endpoint(&key, &call.name, &call.arguments)
+                    .await
+                {
+                    Some(r) => Ok(r.into()),
+                    None => Ok(error_result(self.state.unknown_tool(&call.name)).into()),
+                }
+            }
+            _ => {
+                let key = self.client_key(&ctx);
+                match self.state.call_endpoint(&key, name, &args).await {
+                    Some(r) => Ok(r.into()),
+                    // MCP makes an unknown tool a protocol error (-32602).
+                    None => Err(McpError::invalid_params(
+                        self.state.unknown_tool(name),
+                        None,
+                    )),
+                }
+            }
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Only tool list changes exist here; rmcp further intersects this with what
+        // get_info advertises.
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|&b| b);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let key = self.client_key(context.request_context());
+        let id = self
+            .state
+            .clients()
+            .add_listener(&key, context.sink().clone());
+        tracing::debug!(client = %key, "listen stream opened");
+        context.cancelled().await;
+        self.state.clients().remove_listener(&key, id);
+        tracing::debug!(client = %key, "listen stream closed");
+        Ok(())
+    }
+}

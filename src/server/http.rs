@@ -1,0 +1,156 @@
+//! Serving over HTTP: streamable HTTP at `/mcp` (both protocol eras rmcp 3.9 speaks) and
+//! the legacy HTTP+SSE transport at `/sse` + `/message`.
+//!
+//! At `/mcp`, rmcp decides per request: a 2025-11-25-or-older client gets a session (its id
+//! in `Mcp-Session-Id`, notifications on its GET stream), a 2026-07-28 request is served
+//! statelessly by a fresh handler. Both reach the same [`ServerState`].
+
+use super::guard::{require_host, require_token, Guard};
+use super::handler::ShortlistServer;
+use super::legacy_sse::{self, LegacySse};
+use super::state::ServerState;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Host names accepted on a loopback server (DNS-rebinding protection).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// HTTP serving options.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// Required `Authorization: Bearer` token; `None` serves without auth (loopback only).
+    pub auth_token: Option<String>,
+    /// Extra `Host` names to accept besides loopback ones (a server behind a name).
+    pub allowed_hosts: Vec<String>,
+}
+
+impl HttpOptions {
+    /// Refuses to serve off loopback without a token: anyone on the network could
+    /// otherwise call the configured APIs with the server's credentials.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !self.addr.ip().is_loopback() && self.auth_token.is_none() {
+            anyhow::bail!(
+                "refusing to listen on {} without authentication: use a loopback address \
+                 (127.0.0.1) or pass --auth-token-env VAR",
+                self.addr
+            );
+        }
+        Ok(())
+    }
+
+    /// The `Host` names the server answers to.
+    fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+        let ip = self.addr.ip();
+        if !ip.is_loopback() && !ip.is_unspecified() {
+            hosts.push(ip.to_string());
+        }
+        hosts.extend(self.allowed_hosts.iter().cloned());
+        hosts
+    }
+}
+
+/// The router for all transports; `shutdown` ends open sessions and streams.
+pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: CancellationToken) -> Router {
+    let hosts = opts.hosts();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts.clone())
+        .with_cancellation_token(shutdown.child_token());
+    let mcp_state = Arc::clone(&state);
+    let mcp = StreamableHttpService::new(
+        move || Ok(ShortlistServer::for_http(Arc::clone(&mcp_state))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let guard = Guard::new(opts.auth_token.as_deref(), hosts);
+    let legacy = Router::new()
+        .route("/sse", get(legacy_sse::connect))
+        .route("/message", post(legacy_sse::message))
+        .with_state(LegacySse::new(state, shutdown))
+        .layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            require_host,
+        ));
+    let app = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn(deleted_is_no_content))
+        .merge(legacy);
+    if opts.auth_token.is_some() {
+        app.layer(axum::middleware::from_fn_with_state(guard, require_token))
+    } else {
+        app
+    }
+}
+
+/// rmcp answers a session `DELETE` with 202 Accepted; clients (the Python SDK among them)
+/// expect 200 or 204 and log a failure otherwise. The session is gone either way, so say so.
+async fn deleted_is_no_content(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut res = next.run(req).await;
+    if delete && res.status() == axum::http::StatusCode::ACCEPTED {
+        *res.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    res
+}
+
+/// Serves until `shutdown` is cancelled. The bound address is printed on stderr (port 0
+/// picks a free one, which tests rely on).
+pub async fn serve(
+    state: Arc<ServerState>,
+    opts: HttpOptions,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    opts.check()?;
+    let listener = tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.addr))?;
+    let local = listener.local_addr()?;
+    eprintln!("shortlist: serving MCP on http://{local}/mcp (legacy SSE: http://{local}/sse)");
+    spawn_sweeper(Arc::clone(&state), shutdown.clone());
+    let app = router(state, &opts, shutdown.clone());
+    // MCP answers are small writes in quick succession (an SSE priming event, then the
+    // message): with Nagle's algorithm the second waits for the client's delayed ACK, which
+    // measured as a flat ~40 ms on every session-era request.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(|e| anyhow::anyhow!("HTTP server failed: {e}"))
+}
+
+/// Forgets idle stateless clients now and then, so memory returns to baseline after they
+/// stop coming (sessions and connections are forgotten when they end).
+fn spawn_sweeper(state: Arc<ServerState>, shutdown: CancellationToken) {
+    let every =
+        (state.options().idle_expiry / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    let n = state.clients().sweep(Instant::now());
+                    if n > 0 {
+                        tracing::debug!(forgotten = n, "idle clients forgotten");
+                    }
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,58 @@
+//! The MCP server: shortlisted catalog endpoints as real tools, per client.
+//!
+//! - [`state`]: what all clients share (shortlister, catalog config, invoker) and the three
+//!   verbs (list, find, call);
+//! - [`clients`]: each client's exposed set (capped, least recently used leave, idle
+//!   expiry) and its notification channels;
+//! - [`handler`]: the rmcp `ServerHandler`, one per connection, session or request;
+//! - [`tools`], [`meta_tools`], [`discovery`], [`outcome`]: what clients see;
+//! - transports: stdio ([`serve_stdio`]), streamable HTTP and legacy SSE ([`http`],
+//!   [`legacy_sse`], [`guard`]).
+//!
+//! Stdout belongs to the protocol in stdio mode: nothing here prints to it; logs go through
+//! `tracing` to stderr.
+
+pub mod clients;
+pub mod discovery;
+pub mod guard;
+pub mod handler;
+pub mod http;
+pub mod legacy_sse;
+pub mod meta_tools;
+pub mod outcome;
+pub mod state;
+pub mod tools;
+
+pub use clients::{ClientKey, ClientRegistry};
+pub use handler::ShortlistServer;
+pub use http::HttpOptions;
+pub use state::{Expose, ServerOptions, ServerState};
+
+use rmcp::ServiceExt;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Serves one client over stdin/stdout until it disconnects or `shutdown` is cancelled.
+pub async fn serve_stdio(
+    state: Arc<ServerState>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let handler = ShortlistServer::for_connection(state, ClientKey::stdio());
+    let running = match handler
+        .serve_with_ct(rmcp::transport::stdio(), shutdown)
+        .await
+    {
+        Ok(r) => r,
+        // A client that goes away before initializing (or a shutdown then) is not an error
+        // of the server's.
+        Err(e) => {
+            tracing::info!(error = %e, "stdio client left before initialization");
+            return Ok(());
+        }
+    };
+    running
+        .waiting()
+        .await
+        .map_err(|e| anyhow::anyhow!("the MCP service failed: {e}"))?;
+    Ok(())
+}
