@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Minutes without a request after which a client's exposed tools are forgotten.
     #[arg(long, value_name = "MINUTES", default_value_t = 30)]
     pub idle_minutes: u64,
+    /// The same expiry in seconds, overriding `--idle-minutes` (load tests, short-lived
+    /// deployments): idle clients are swept every quarter of it, at least once a second.
+    #[arg(long, value_name = "SECS", conflicts_with = "idle_minutes", value_parser = clap::value_parser!(u64).range(1..))]
+    pub client_idle_secs: Option<u64>,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -85,7 +89,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = ServerOptions {
         expose: args.expose,
         max_tools: usize::from(args.max_tools),
-        idle_expiry: Duration::from_secs(args.idle_minutes.max(1) * 60),
+        idle_expiry: Duration::from_secs(
+            args.client_idle_secs
+                .unwrap_or(args.idle_minutes.max(1) * 60),
+        ),
     };
     let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
 

@@ -68,9 +68,33 @@ impl Guard {
             .and_then(|h| h.to_str().ok())
             .map(str::to_string)
             .or_else(|| req.uri().authority().map(|a| a.to_string()));
-        let Some(host) = host else {
+        host.is_some_and(|h| self.authority_allowed(&h))
+    }
+
+    /// Whether the `Origin` header, when there is one, is a page served from a host this
+    /// server answers to. Browsers send `Origin` on every cross-origin request, so a page
+    /// elsewhere (or a sandboxed one: `Origin: null`) cannot drive the server through the
+    /// user's browser; clients that are not browsers send none.
+    pub fn origin_allowed(&self, req: &Request) -> bool {
+        let Some(origin) = req.headers().get(header::ORIGIN) else {
+            return true;
+        };
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let Some(url) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else {
             return false;
         };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return false;
+        };
+        matches!(url.scheme(), "http" | "https")
+            && self.authority_allowed(&format!("{host}:{port}"))
+    }
+
+    /// Whether `host[:port]` is one of the allowed names (an allowed entry with a port
+    /// matches that port only).
+    fn authority_allowed(&self, host: &str) -> bool {
         let Ok(authority) = host.parse::<axum::http::uri::Authority>() else {
             return false;
         };
@@ -105,18 +129,30 @@ pub async fn require_token(State(guard): State<Guard>, req: Request, next: Next)
     }
 }
 
-/// Middleware for the legacy SSE routes: 403 for a `Host` this server does not serve.
+/// Middleware for the legacy SSE routes: 403 for a `Host` this server does not serve or a
+/// foreign `Origin`.
 pub async fn require_host(State(guard): State<Guard>, req: Request, next: Next) -> Response {
-    if guard.host_allowed(&req) {
+    if !guard.host_allowed(&req) {
+        tracing::warn!("rejected a legacy SSE request with a disallowed Host header");
+        return forbidden("Forbidden: Host header is not allowed");
+    }
+    require_origin(State(guard), req, next).await
+}
+
+/// Middleware: 403 for a foreign `Origin`. rmcp checks `Host` on `/mcp` but leaves `Origin`
+/// unchecked unless given a list of origins, and the origins of a loopback server are its
+/// host names on any port, which its list syntax cannot say for every allowed name.
+pub async fn require_origin(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    if guard.origin_allowed(&req) {
         next.run(req).await
     } else {
-        tracing::warn!("rejected a legacy SSE request with a disallowed Host header");
-        (
-            StatusCode::FORBIDDEN,
-            "Forbidden: Host header is not allowed",
-        )
-            .into_response()
+        tracing::warn!("rejected a request with a disallowed Origin header");
+        forbidden("Forbidden: Origin header is not allowed")
     }
+}
+
+fn forbidden(msg: &'static str) -> Response {
+    (StatusCode::FORBIDDEN, msg).into_response()
 }
 
 #[cfg(test)]
@@ -145,6 +181,28 @@ mod tests {
         assert!(g.host_allowed(&req("[::1]:9", None)));
         assert!(!g.host_allowed(&req("evil.example", None)));
         assert!(!g.host_allowed(&req("evil.example:8080", None)));
+    }
+
+    #[test]
+    fn origin_check_accepts_absent_or_served_origins_only() {
+        let g = Guard::new(None, vec!["localhost".into(), "127.0.0.1".into()]);
+        let with_origin = |o: &str| {
+            let mut r = req("127.0.0.1:8080", None);
+            r.headers_mut().insert(header::ORIGIN, o.parse().unwrap());
+            r
+        };
+        assert!(g.origin_allowed(&req("127.0.0.1:8080", None)));
+        assert!(g.origin_allowed(&with_origin("http://localhost:3000")));
+        assert!(g.origin_allowed(&with_origin("https://127.0.0.1")));
+        for bad in [
+            "http://evil.example",
+            "http://127.0.0.1.evil.example:8080",
+            "null",
+            "file://",
+            "chrome-extension://abc",
+        ] {
+            assert!(!g.origin_allowed(&with_origin(bad)), "{bad}");
+        }
     }
 
     #[test]

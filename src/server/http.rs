@@ -5,7 +5,7 @@
 //! in `Mcp-Session-Id`, notifications on its GET stream), a 2026-07-28 request is served
 //! statelessly by a fresh handler. Both reach the same [`ServerState`].
 
-use super::guard::{require_host, require_token, Guard};
+use super::guard::{require_host, require_origin, require_token, Guard};
 use super::handler::ShortlistServer;
 use super::legacy_sse::{self, LegacySse};
 use super::state::ServerState;
@@ -82,6 +82,10 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
     let app = Router::new()
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(deleted_is_no_content))
+        .layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            require_origin,
+        ))
         .merge(legacy);
     if opts.auth_token.is_some() {
         app.layer(axum::middleware::from_fn_with_state(guard, require_token))
