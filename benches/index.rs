@@ -30,18 +30,38 @@ fn main() {
     });
     println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    let restbench = vec![root.join("catalogs/tmdb.json"), root.join("catalogs/spotify.json")];
-    run("RestBench (TMDB+Spotify)", &restbench, &embedder, restbench_queries(root));
+    let restbench = vec![
+        root.join("catalogs/tmdb.json"),
+        root.join("catalogs/spotify.json"),
+    ];
+    run(
+        "RestBench (TMDB+Spotify)",
+        &restbench,
+        &embedder,
+        restbench_queries(root),
+    );
     let dir = tempfile::tempdir().expect("temp dir");
     let spec = synthetic_spec(dir.path(), size);
-    run(&format!("synthetic {size}"), &[spec], &embedder, synthetic_queries());
+    run(
+        &format!("synthetic {size}"),
+        &[spec],
+        &embedder,
+        synthetic_queries(),
+    );
 }
 
 fn run(name: &str, specs: &[PathBuf], embedder: &Embedder, queries: Vec<String>) {
     let catalog = Catalog::load_paths(specs);
     let data = tempfile::tempdir().expect("temp dir");
     let t = Instant::now();
-    let (index, _) = catalog_index::build(&catalog, data.path(), embedder, DocVariant::default(), |_, _| {}).expect("index");
+    let (index, _) = catalog_index::build(
+        &catalog,
+        data.path(),
+        embedder,
+        DocVariant::default(),
+        |_, _| {},
+    )
+    .expect("index");
     let build = t.elapsed();
     let n = index.len();
     let disk = dir_size(data.path());
@@ -94,7 +114,11 @@ fn cold_start(data: &Path, query: &str) -> Duration {
             .arg(data)
             .output()
             .expect("run shortlist");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         best = best.min(t.elapsed());
     }
     best
@@ -116,7 +140,11 @@ fn dir_size(p: &Path) -> u64 {
     if let Ok(rd) = std::fs::read_dir(p) {
         for e in rd.flatten() {
             let path = e.path();
-            total += if path.is_dir() { dir_size(&path) } else { e.metadata().map(|m| m.len()).unwrap_or(0) };
+            total += if path.is_dir() {
+                dir_size(&path)
+            } else {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            };
         }
     }
     total
@@ -127,7 +155,11 @@ fn restbench_queries(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for f in ["tmdb_queries.jsonl", "spotify_queries.jsonl"] {
         let text = std::fs::read_to_string(bench.join(f)).unwrap_or_default();
-        out.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter_map(|v| v["query"].as_str().map(str::to_string)));
+        out.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|v| v["query"].as_str().map(str::to_string)),
+        );
     }
     if out.is_empty() {
         out = synthetic_queries();
@@ -136,15 +168,73 @@ fn restbench_queries(root: &Path) -> Vec<String> {
 }
 
 const RESOURCES: &[&str] = &[
-    "invoice", "customer", "order", "shipment", "product", "warehouse", "employee", "payroll", "ticket", "incident",
-    "device", "sensor", "alert", "report", "budget", "contract", "vendor", "payment", "refund", "subscription",
-    "playlist", "track", "album", "artist", "movie", "series", "episode", "review", "comment", "user", "group",
-    "role", "permission", "token", "webhook", "repository", "branch", "commit", "pipeline", "deployment",
+    "invoice",
+    "customer",
+    "order",
+    "shipment",
+    "product",
+    "warehouse",
+    "employee",
+    "payroll",
+    "ticket",
+    "incident",
+    "device",
+    "sensor",
+    "alert",
+    "report",
+    "budget",
+    "contract",
+    "vendor",
+    "payment",
+    "refund",
+    "subscription",
+    "playlist",
+    "track",
+    "album",
+    "artist",
+    "movie",
+    "series",
+    "episode",
+    "review",
+    "comment",
+    "user",
+    "group",
+    "role",
+    "permission",
+    "token",
+    "webhook",
+    "repository",
+    "branch",
+    "commit",
+    "pipeline",
+    "deployment",
 ];
 const QUALIFIERS: &[&str] = &[
-    "", "archived", "draft", "shared", "public", "private", "regional", "scheduled", "recurring", "external",
-    "internal", "pending", "approved", "rejected", "historical", "summary", "detailed", "audit", "bulk", "tagged",
-    "favorite", "recent", "legacy", "premium", "trial",
+    "",
+    "archived",
+    "draft",
+    "shared",
+    "public",
+    "private",
+    "regional",
+    "scheduled",
+    "recurring",
+    "external",
+    "internal",
+    "pending",
+    "approved",
+    "rejected",
+    "historical",
+    "summary",
+    "detailed",
+    "audit",
+    "bulk",
+    "tagged",
+    "favorite",
+    "recent",
+    "legacy",
+    "premium",
+    "trial",
 ];
 const ACTIONS: &[(&str, &str, bool)] = &[
     ("get", "Retrieve a single", true),
@@ -169,7 +259,11 @@ fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
                 if made == size {
                     break 'outer;
                 }
-                let base = if q.is_empty() { format!("/{r}s") } else { format!("/{q}/{r}s") };
+                let base = if q.is_empty() {
+                    format!("/{r}s")
+                } else {
+                    format!("/{q}/{r}s")
+                };
                 let path = match (*by_id, ai) {
                     (true, 6) => format!("{base}/{{{r}_id}}/export"),
                     (true, 9) => format!("{base}/{{{r}_id}}/history"),
@@ -178,7 +272,11 @@ fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
                     (false, 8) => format!("{base}/import"),
                     _ => base.clone(),
                 };
-                let label = if q.is_empty() { r.to_string() } else { format!("{q} {r}") };
+                let label = if q.is_empty() {
+                    r.to_string()
+                } else {
+                    format!("{q} {r}")
+                };
                 let item = paths.entry(path.clone()).or_insert_with(|| json!({}));
                 let mut params = vec![];
                 if path.contains('{') {
@@ -209,7 +307,9 @@ fn synthetic_queries() -> Vec<String> {
     let mut q = Vec::new();
     for (i, r) in RESOURCES.iter().enumerate() {
         let qual = QUALIFIERS[i % QUALIFIERS.len()];
-        q.push(format!("show me the change history of the {qual} {r} with id 42"));
+        q.push(format!(
+            "show me the change history of the {qual} {r} with id 42"
+        ));
         q.push(format!("how many {r}s are there"));
         q.push(format!("create a {r}"));
     }

@@ -5,6 +5,10 @@
 //! embeddings, persistence) -> [`shortlist`] (rank endpoints for a query) -> server -> invoke.
 
 pub mod catalog;
+pub mod enrich;
+pub mod eval;
 pub mod index;
+pub mod invoke;
+pub mod server;
 pub mod shortlist;
 pub mod text;

@@ -22,6 +22,12 @@ enum Command {
     Index(cli::index::IndexArgs),
     /// Rank a catalog's endpoints for a query.
     Search(cli::search::SearchArgs),
+    /// Serve the catalog to MCP clients over stdio (default) or HTTP.
+    Serve(cli::serve::ServeArgs),
+    /// Measure retrieval on a benchmark (queries with gold endpoints).
+    Eval(cli::eval::EvalArgs),
+    /// Fill in missing descriptions and examples (LLM or heuristic) into enriched copies.
+    Enrich(cli::enrich::EnrichArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,9 @@ fn main() -> ExitCode {
         Command::Check(a) => cli::check(a),
         Command::Index(a) => cli::index::run(a),
         Command::Search(a) => cli::search::run(a),
+        Command::Serve(a) => cli::serve::run(a),
+        Command::Eval(a) => cli::eval::run(a),
+        Command::Enrich(a) => cli::enrich::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,8 +1,25 @@
 //! Query -> ranked endpoints: the product's core promise.
 //!
-//! Dense retrieval (local embeddings) understands paraphrase; BM25 catches exact words
-//! (`playlist`, `queue`) that a small model blurs. Fusing both is what the RestBench
-//! measurements favour (see `docs/results.md`), so hybrid is the default.
+//! The pipeline, each step an option so the evaluation can switch it off and measure it
+//! (`shortlist eval`, results in `docs/results.md`):
+//!
+//! 1. **Retrieve**: dense retrieval (local embeddings) understands paraphrase; BM25 catches
+//!    exact words (`playlist`, `queue`) that a small model blurs. Both are fused
+//!    ([`fusion`]).
+//! 2. **Split** a query that asks for several things into its parts and rank each part too
+//!    ([`intents`]), so every task gets its own best match.
+//! 3. **Expand**: an endpoint that needs an identifier the user cannot know brings along the
+//!    endpoint that produces it ([`prereq`]).
+//! 4. **Cut** the list short where relevance falls off ([`cut`]), so a client sees two or
+//!    three tools rather than ten when two or three are what the task needs.
+
+pub mod cut;
+pub mod expand;
+pub mod fusion;
+pub mod intents;
+pub mod prereq;
+
+pub use fusion::Fusion;
 
 use crate::catalog::Endpoint;
 use crate::index::catalog_index::EndpointIndex;
@@ -19,19 +36,49 @@ pub enum Retrieval {
     Hybrid,
 }
 
-/// Ranking options.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Ranking options. The defaults are the best configuration measured on RestBench.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Options {
     pub retrieval: Retrieval,
-    /// Reciprocal-rank-fusion constant.
+    /// How dense and lexical scores are combined (hybrid only).
+    pub fusion: Fusion,
+    /// Reciprocal-rank-fusion constant: larger flattens the difference between ranks.
     pub rrf_k: f32,
+    /// Weight of the dense scores in score fusion (the lexical ones get the rest).
+    pub dense_weight: f32,
+    /// Rank the parts of a multi-task query separately and merge.
+    pub split: bool,
+    /// Weight of each part against the whole query (1) when merging.
+    pub part_weight: f32,
+    /// Also rank each phrase of a chained request ("the birthday | of the lead actor | of
+    /// Titanic") and put each phrase's best endpoints into the list.
+    pub clauses: bool,
+    /// How many of each phrase's best endpoints are put in.
+    pub clause_top: usize,
+    /// They go after this many endpoints of the whole query's ranking.
+    pub clause_after: usize,
+    /// Add the endpoints that produce the identifiers shortlisted endpoints need.
+    pub expand: bool,
+    /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
+    /// this share of the best one's (`None` returns the full `k`).
+    pub cut: Option<f32>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             retrieval: Retrieval::Hybrid,
+            fusion: Fusion::Rrf,
             rrf_k: 60.0,
+            dense_weight: 0.5,
+            split: false,
+            clauses: false,
+            part_weight: 1.0,
+            clause_top: 1,
+            clause_after: 3,
+            expand: false,
+            cut: None,
         }
     }
 }
@@ -41,8 +88,12 @@ impl Default for Options {
 pub struct Hit {
     /// Position in the index (`Shortlister::endpoint`).
     pub position: usize,
-    /// Higher is better; comparable within one result list only.
+    /// Higher is better; comparable within one result list only. Never increases down a
+    /// list.
     pub score: f32,
+    /// Set when the endpoint was added because the endpoint at this position needs an
+    /// identifier it produces.
+    pub prerequisite_of: Option<usize>,
 }
 
 /// Ranking failed.
@@ -59,16 +110,27 @@ pub struct Shortlister {
     index: EndpointIndex,
     embedder: Embedder,
     bm25: Bm25,
+    graph: prereq::Graph,
     options: Options,
+}
+
+/// Scores of one query text over all positions.
+struct Scored {
+    /// What the ranking sorts by.
+    rank_score: Vec<f32>,
+    /// Rescaled 0..=1 score fusion, whatever the ranking fusion: what the cut looks at.
+    confidence: Vec<f32>,
 }
 
 impl Shortlister {
     pub fn new(index: EndpointIndex, embedder: Embedder, options: Options) -> Shortlister {
         let bm25 = Bm25::build(index.texts());
+        let graph = prereq::Graph::build(index.records());
         Shortlister {
             index,
             embedder,
             bm25,
+            graph,
             options,
         }
     }
@@ -85,6 +147,16 @@ impl Shortlister {
         &self.options
     }
 
+    /// Changes the ranking options; the index, model and analyses stay.
+    pub fn set_options(&mut self, options: Options) {
+        self.options = options;
+    }
+
+    /// Gives back the index and the model (to reuse the loaded model with another index).
+    pub fn into_parts(self) -> (EndpointIndex, Embedder) {
+        (self.index, self.embedder)
+    }
+
     /// The endpoint at an index position.
     pub fn endpoint(&self, position: usize) -> &Endpoint {
         &self.index.records()[position]
@@ -95,61 +167,162 @@ impl Shortlister {
         self.index.records()
     }
 
-    /// The top `k` endpoints for `query`, optionally only those of one API.
+    /// What the endpoint at `position` needs and who produces it.
+    pub fn prerequisites(&self, position: usize) -> &[prereq::Need] {
+        self.graph.needs(position)
+    }
+
+    /// The top `k` endpoints for `query`, optionally only those of one API. With a cut
+    /// configured the list may be shorter than `k`.
     pub fn search(
         &self,
         query: &str,
         k: usize,
         api: Option<&str>,
     ) -> Result<Vec<Hit>, ShortlistError> {
-        let n = self.index.len();
-        if n == 0 || k == 0 {
+        if k == 0 {
             return Ok(Vec::new());
         }
-        let allowed = |i: usize| api.is_none_or(|a| self.index.records()[i].api == a);
-        let scores: Vec<f32> = match self.options.retrieval {
-            Retrieval::Dense => self.dense(query)?,
-            Retrieval::Lexical => self.bm25.scores(query),
-            Retrieval::Hybrid => {
-                let d = rank_positions(&self.dense(query)?);
-                let l = rank_positions(&self.bm25.scores(query));
-                (0..n)
-                    .map(|i| {
-                        1.0 / (self.options.rrf_k + d[i] as f32)
-                            + 1.0 / (self.options.rrf_k + l[i] as f32)
-                    })
-                    .collect()
-            }
-        };
-        let mut hits: Vec<Hit> = (0..n)
-            .filter(|&i| allowed(i))
-            .map(|i| Hit {
-                position: i,
-                score: scores[i],
-            })
-            .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.position.cmp(&b.position))
-        });
+        let mut hits = self.rank(query, api)?;
         hits.truncate(k);
         Ok(hits)
     }
 
-    fn dense(&self, query: &str) -> Result<Vec<f32>, ShortlistError> {
-        let q = self.embedder.embed_one(query)?;
-        Ok(self.index.similarity_all(&q)?)
+    /// Every endpoint in play (all, or one API's) ranked for `query`, cut where the options
+    /// say. `search(q, k)` is the first `k` of this list, so one ranking answers every k.
+    pub fn rank(&self, query: &str, api: Option<&str>) -> Result<Vec<Hit>, ShortlistError> {
+        let n = self.index.len();
+        let allowed: Vec<bool> = self
+            .endpoints()
+            .iter()
+            .map(|e| api.is_none_or(|a| e.api == a))
+            .collect();
+        if n == 0 || !allowed.contains(&true) {
+            return Ok(Vec::new());
+        }
+        let mut texts = vec![query.to_string()];
+        if self.options.split {
+            let parts = intents::split(query);
+            if parts.len() > 1 {
+                texts.extend(parts);
+            }
+        }
+        let parts = texts.len();
+        if self.options.clauses {
+            texts.extend(intents::clauses(query));
+        }
+        let vectors = match self.options.retrieval {
+            Retrieval::Lexical => Vec::new(),
+            _ => self.embedder.embed(&texts)?,
+        };
+        let mut scored = Vec::with_capacity(texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
+        }
+        let clauses = scored.split_off(parts);
+        let (rank_score, confidence) = combine(&scored, &allowed, &self.options);
+        let mut order = fusion::order(&rank_score, &allowed);
+        if !clauses.is_empty() {
+            let tops: Vec<Vec<usize>> = clauses
+                .iter()
+                .map(|c| fusion::order(&c.rank_score, &allowed))
+                .collect();
+            order = intents::insert_tops(
+                &order,
+                &tops,
+                self.options.clause_top,
+                self.options.clause_after,
+            );
+        }
+        let hits: Vec<Hit> = if self.options.expand {
+            let names = expand::names_something(query);
+            expand::expand(&order, &rank_score, &self.graph, &allowed, names)
+        } else {
+            order
+                .iter()
+                .map(|&p| Hit {
+                    position: p,
+                    score: rank_score[p],
+                    prerequisite_of: None,
+                })
+                .collect()
+        };
+        let hits = match self.options.cut {
+            Some(ratio) => cut::cut(hits, &confidence, ratio),
+            None => hits,
+        };
+        Ok(cut::monotone(hits))
+    }
+
+    /// Scores of one text: dense, lexical or both fused.
+    fn score(
+        &self,
+        text: &str,
+        vector: Option<&[f32]>,
+        allowed: &[bool],
+    ) -> Result<Scored, ShortlistError> {
+        let dense = match vector {
+            Some(v) => Some(self.index.similarity_all(v)?),
+            None => None,
+        };
+        let lexical = match self.options.retrieval {
+            Retrieval::Dense => None,
+            _ => Some(self.bm25.scores(text)),
+        };
+        let d = dense.as_deref().map(|d| fusion::rescale(d, allowed));
+        let l = lexical.as_deref().map(|l| fusion::rescale(l, allowed));
+        let w = self.options.dense_weight.clamp(0.0, 1.0);
+        let confidence: Vec<f32> = match (&d, &l) {
+            (Some(d), Some(l)) => d
+                .iter()
+                .zip(l)
+                .map(|(a, b)| w * a + (1.0 - w) * b)
+                .collect(),
+            (Some(x), None) | (None, Some(x)) => x.clone(),
+            (None, None) => vec![0.0; allowed.len()],
+        };
+        let rank_score = match (&dense, &lexical, self.options.fusion) {
+            (Some(dense), Some(lexical), Fusion::Rrf) => fusion::rrf(
+                &[
+                    (fusion::ranks(dense, allowed), 1.0),
+                    (fusion::ranks(lexical, allowed), 1.0),
+                ],
+                self.options.rrf_k,
+            ),
+            (Some(_), Some(_), Fusion::Score) => confidence.clone(),
+            (Some(x), None, _) | (None, Some(x), _) => x.clone(),
+            (None, None, _) => vec![0.0; allowed.len()],
+        };
+        Ok(Scored {
+            rank_score,
+            confidence,
+        })
     }
 }
 
-/// 1-based rank of each position under descending scores.
-fn rank_positions(scores: &[f32]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    let mut rank = vec![0; scores.len()];
-    for (r, i) in order.into_iter().enumerate() {
-        rank[i] = r + 1;
+/// Merges the scores of the whole query (first) and of its parts: rankings by reciprocal
+/// rank fusion, confidences by taking the best (an endpoint that fits one task well is
+/// relevant even if it fits the whole query poorly).
+fn combine(scored: &[Scored], allowed: &[bool], options: &Options) -> (Vec<f32>, Vec<f32>) {
+    if scored.len() == 1 {
+        return (scored[0].rank_score.clone(), scored[0].confidence.clone());
     }
-    rank
+    let rankings: Vec<(Vec<usize>, f32)> = scored
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let w = if i == 0 { 1.0 } else { options.part_weight };
+            (fusion::ranks(&s.rank_score, allowed), w)
+        })
+        .collect();
+    let rank_score = fusion::rrf(&rankings, options.rrf_k);
+    let confidence = (0..allowed.len())
+        .map(|i| {
+            scored
+                .iter()
+                .map(|s| s.confidence[i])
+                .fold(0.0f32, f32::max)
+        })
+        .collect();
+    (rank_score, confidence)
 }

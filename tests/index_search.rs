@@ -238,5 +238,8 @@ fn missing_runtime_library_says_how_to_fetch_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("setup-models.sh") && err.contains("libonnxruntime"), "{err}");
+    assert!(
+        err.contains("setup-models.sh") && err.contains("libonnxruntime"),
+        "{err}"
+    );
 }

@@ -357,6 +357,11 @@ fn collect_parameters(
     }
     let mut params = Vec::new();
     let mut swagger_body = Vec::new();
+    let op_id = ctx
+        .op
+        .get("operationId")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     for (doc, ptr, p) in merged {
         let name = p.get("name").and_then(Value::as_str).map(str::to_string);
         let loc = p.get("in").and_then(Value::as_str).unwrap_or("");
@@ -411,7 +416,8 @@ fn collect_parameters(
             .map(str::to_string)
             .filter(|s| !s.trim().is_empty());
         let (description, description_provenance) = match p.as_object() {
-            Some(obj) => pick_description(obj, human, &[&name]),
+            // An echo of the endpoint's words says no more than the name does.
+            Some(obj) => pick_description(obj, human, &[&name, route, op_id]),
             None => (human, None),
         };
         params.push(Parameter {

@@ -65,6 +65,24 @@ impl Resolver {
 
     /// Resolves one `$ref` string found in document `doc`.
     pub fn lookup(&mut self, doc: DocId, reference: &str) -> Result<Target, String> {
+        let (doc, pointer, root) = self.locate(doc, reference)?;
+        let value = at(&root, &pointer).cloned().unwrap_or_default();
+        Ok(Target {
+            doc,
+            pointer,
+            value,
+        })
+    }
+
+    /// Where a `$ref` points, without copying the target: its document, its pointer
+    /// (`#/a/b`) and that document's root, which [`at`] reads the target from. Inlining
+    /// meets the same few big targets thousands of times; a copy per meeting cost
+    /// minutes on specs of a few hundred KB.
+    fn locate(
+        &mut self,
+        doc: DocId,
+        reference: &str,
+    ) -> Result<(DocId, String, Rc<Value>), String> {
         let (file_part, fragment) = match reference.split_once('#') {
             Some((f, frag)) => (f, frag),
             None => (reference, ""),
@@ -74,21 +92,12 @@ impl Resolver {
         } else {
             self.load_sibling(doc, file_part)?
         };
-        let pointer = decode_fragment(fragment);
+        let pointer = format!("#{}", decode_fragment(fragment));
         let root = self.docs[target_doc].1.clone();
-        let value = if pointer.is_empty() {
-            Some(root.as_ref())
-        } else {
-            root.pointer(&pointer)
-        };
-        match value {
-            Some(v) => Ok(Target {
-                doc: target_doc,
-                pointer: format!("#{pointer}"),
-                value: v.clone(),
-            }),
-            None => Err(format!("dangling $ref '{reference}': no such location")),
+        if at(&root, &pointer).is_none() {
+            return Err(format!("dangling $ref '{reference}': no such location"));
         }
+        Ok((target_doc, pointer, root))
     }
 
     /// Follows a chain of `$ref`s starting at `value` until a non-reference is reached.
@@ -147,22 +156,23 @@ impl Resolver {
             Value::Object(m) => {
                 if let Some(r) = ref_of(v) {
                     let r = r.to_string();
-                    return match self.lookup(doc, &r) {
-                        Ok(t) => {
-                            let key = (t.doc, t.pointer.clone());
+                    return match self.locate(doc, &r) {
+                        Ok((t_doc, t_pointer, root)) => {
+                            let target = at(&root, &t_pointer).unwrap_or(&Value::Null);
+                            let key = (t_doc, t_pointer);
                             if ctx.stack.contains(&key) {
-                                let name = t.pointer.rsplit('/').next().unwrap_or("").to_string();
+                                let name = key.1.rsplit('/').next().unwrap_or("").to_string();
                                 let mut out =
                                     json!({ "description": format!("(recursive: {name})") });
-                                if let Some(ty) = t.value.get("type") {
+                                if let Some(ty) = target.get("type") {
                                     out["type"] = ty.clone();
                                 }
                                 return out;
                             }
-                            ctx.stack.push(key);
-                            let mut out = self.inline(t.doc, &t.value, &t.pointer, ctx, depth + 1);
+                            ctx.stack.push(key.clone());
+                            let mut out = self.inline(t_doc, target, &key.1, ctx, depth + 1);
                             ctx.stack.pop();
-                            merge_siblings(&mut out, v);
+                            self.inline_siblings(doc, m, pointer, ctx, depth, &mut out);
                             out
                         }
                         Err(msg) => {
@@ -172,9 +182,9 @@ impl Resolver {
                                 Some(pointer.to_string()),
                                 msg,
                             ));
-                            let mut rest = m.clone();
-                            rest.remove("$ref");
-                            Value::Object(rest)
+                            let mut out = Value::Object(Map::new());
+                            self.inline_siblings(doc, m, pointer, ctx, depth, &mut out);
+                            out
                         }
                     };
                 }
@@ -195,6 +205,29 @@ impl Resolver {
                     .collect(),
             ),
             other => other.clone(),
+        }
+    }
+
+    /// Puts the keys next to a `$ref` on top of what it resolved to (they win, as in
+    /// [`merge_siblings`]), inlined like the rest of the schema: a `properties` or `items`
+    /// beside a `$ref` may hold references of its own.
+    fn inline_siblings(
+        &mut self,
+        doc: DocId,
+        reference: &Map<String, Value>,
+        pointer: &str,
+        ctx: &mut InlineCtx,
+        depth: usize,
+        out: &mut Value,
+    ) {
+        let Some(out) = out.as_object_mut() else {
+            return;
+        };
+        for (k, sibling) in reference {
+            if k != "$ref" {
+                let v = self.inline(doc, sibling, &push_pointer(pointer, k), ctx, depth + 1);
+                out.insert(k.clone(), v);
+            }
         }
     }
 
@@ -232,6 +265,14 @@ impl Resolver {
 struct InlineCtx {
     stack: Vec<(DocId, String)>,
     budget: usize,
+}
+
+/// The value at `pointer` (`#/a/b`, or `#` for the whole document) in `root`.
+fn at<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+    match pointer.strip_prefix('#').unwrap_or(pointer) {
+        "" => Some(root),
+        p => root.pointer(p),
+    }
 }
 
 /// The `$ref` string of a reference object, if it is one.

@@ -67,7 +67,10 @@ pub fn read_document(path: &Path) -> Result<Parsed, Problem> {
             warnings.push(Problem::warning(
                 path,
                 None,
-                format!("{}; loaded after blanking whitespace-only lines and control characters", first.message),
+                format!(
+                    "{}; loaded after blanking whitespace-only lines and control characters",
+                    first.message
+                ),
             ));
             v
         }
@@ -85,7 +88,13 @@ fn repair(text: &str) -> String {
             out.push_str(&line[body.len()..]);
             continue;
         }
-        out.extend(line.chars().map(|c| if c.is_control() && !matches!(c, '\t' | '\n' | '\r') { ' ' } else { c }));
+        out.extend(line.chars().map(|c| {
+            if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
+                ' '
+            } else {
+                c
+            }
+        }));
     }
     out
 }

@@ -66,6 +66,22 @@ const FILLER: &[&str] = &[
     "given",
     "id",
     "ids",
+    // The words of a parameter line as prompts show it (`name (query, string, required)`),
+    // which small models echo back.
+    "query",
+    "path",
+    "header",
+    "cookie",
+    "string",
+    "integer",
+    "number",
+    "boolean",
+    "array",
+    "object",
+    "map",
+    "value",
+    "required",
+    "optional",
 ];
 
 /// Is `text` weak with respect to the identifiers it documents (`names`: operationId, path,
@@ -110,6 +126,8 @@ mod tests {
             "GET /movie/{movie_id}/credits",
             &["/movie/{movie_id}/credits"]
         ));
+        assert!(is_weak("movie region", &["region", "/discover/movie"]));
+        assert!(is_weak("query, string, required", &["market"]));
     }
 
     #[test]

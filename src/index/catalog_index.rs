@@ -10,12 +10,14 @@ pub type EndpointIndex = IndexStore<Endpoint>;
 
 /// The docs of a catalog, one per endpoint.
 pub fn docs(catalog: &Catalog, variant: DocVariant) -> Vec<IndexedDoc<Endpoint>> {
+    let texts = doc_text::build_all(&catalog.endpoints, variant);
     catalog
         .endpoints
         .iter()
-        .map(|ep| IndexedDoc {
+        .zip(texts)
+        .map(|(ep, text)| IndexedDoc {
             key: ep.tool_name.clone(),
-            text: doc_text::build(ep, variant),
+            text,
             record: ep.clone(),
         })
         .collect()

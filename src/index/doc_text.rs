@@ -5,31 +5,48 @@
 //! words on every Spotify endpoint) drowns what makes an endpoint distinct. So the builder
 //! puts the distinctive fields first, cleans them, and bounds the whole to what the model
 //! reads (256 word pieces). Variants exist so the evaluation can compare them.
+//!
+//! Two things the spec knows and a bare summary does not say:
+//! - **what the endpoint returns**. "When is her birthday?" is answered by the endpoint whose
+//!   response has `birthday`, and TMDB calls that endpoint "Get Details". The names of the
+//!   response fields that are distinctive within the API (present in few of its endpoints,
+//!   so not `id`, `page` or `poster_path`) are appended;
+//! - only the **first section of a description**: what follows a markdown heading or table is
+//!   changelogs and reference tables ("Recent Changes | July 17, 2018 | ...").
 
 use crate::catalog::Endpoint;
 use crate::text::{clean, split_identifier};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Bumped whenever the text a variant produces changes, so stored vectors are re-embedded.
-pub const DOC_TEXT_VERSION: u32 = 1;
+pub const DOC_TEXT_VERSION: u32 = 2;
 
 /// Roughly how many words fit the model's 256 word pieces (English averages ~1.3 pieces
 /// per word; identifiers split into more).
 const WORD_BUDGET: usize = 180;
+
+/// A response field is distinctive when at most this share of the API's endpoints return
+/// it (and in any case when at most two do).
+const DISTINCTIVE_SHARE: f32 = 0.2;
+
+/// At most this many response fields are named in the `relevant` variants.
+const MAX_RETURNED_FIELDS: usize = 20;
 
 /// Which fields make up the doc text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum DocVariant {
-    /// API title, method, path, operationId words, summary, description, generated summary
-    /// and questions, and parameter names (no parameter descriptions).
+    /// API title, method, path, operationId words, summary, the description's first
+    /// section, generated summary and questions, parameter names (no parameter
+    /// descriptions) and the distinctive response fields.
     #[default]
     Relevant,
     /// `Relevant` plus parameter descriptions.
     WithParams,
-    /// The whole operation (parameters with types, request body property names) without
-    /// examples.
+    /// The whole operation (parameters with types and descriptions, request body property
+    /// names, every response field) without examples.
     Full,
     /// `Full` with parameter examples.
     FullExamples,
@@ -46,13 +63,66 @@ impl DocVariant {
     }
 }
 
+/// What the doc text of one endpoint needs to know about the others: how common each
+/// response field is within each API.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// (api, field) -> endpoints of that API returning the field.
+    field_count: HashMap<(String, String), usize>,
+    /// api -> endpoints.
+    api_size: HashMap<String, usize>,
+}
+
+impl Context {
+    /// The context of a whole catalog.
+    pub fn of(endpoints: &[Endpoint]) -> Context {
+        let mut c = Context::default();
+        for ep in endpoints {
+            *c.api_size.entry(ep.api.clone()).or_default() += 1;
+            let mut fields: Vec<&String> = ep.response_fields.iter().collect();
+            fields.sort_unstable();
+            fields.dedup();
+            for f in fields {
+                *c.field_count
+                    .entry((ep.api.clone(), f.clone()))
+                    .or_default() += 1;
+            }
+        }
+        c
+    }
+
+    fn distinctive(&self, ep: &Endpoint, field: &str) -> bool {
+        let n = self
+            .field_count
+            .get(&(ep.api.clone(), field.to_string()))
+            .copied()
+            .unwrap_or(0);
+        let size = self.api_size.get(&ep.api).copied().unwrap_or(1);
+        n <= 2 || (n as f32) <= DISTINCTIVE_SHARE * size as f32
+    }
+}
+
 /// Words of a path: `/movie/{movie_id}/credits` -> `movie movie id credits`.
 pub fn path_words(path: &str) -> String {
     split_identifier(path).join(" ")
 }
 
-/// Builds the doc text of an endpoint.
+/// The doc texts of a catalog's endpoints, in order.
+pub fn build_all(endpoints: &[Endpoint], variant: DocVariant) -> Vec<String> {
+    let ctx = Context::of(endpoints);
+    endpoints
+        .iter()
+        .map(|ep| build_in(ep, variant, &ctx))
+        .collect()
+}
+
+/// The doc text of an endpoint on its own (every response field counts as distinctive).
 pub fn build(ep: &Endpoint, variant: DocVariant) -> String {
+    build_in(ep, variant, &Context::of(std::slice::from_ref(ep)))
+}
+
+/// The doc text of an endpoint within its catalog.
+pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut push = |s: String| {
         let s = s.trim().to_string();
@@ -67,41 +137,51 @@ pub fn build(ep: &Endpoint, variant: DocVariant) -> String {
         push(clean(s));
     }
     push(format!("{} {}", ep.method, ep.path));
-    push(path_words(&ep.path));
+    let path = path_words(&ep.path);
+    push(path.clone());
     if let Some(op) = &ep.operation_id {
-        push(split_identifier(op).join(" "));
+        // Generated operationIds (`GET_movie-movie_id-keywords`) only repeat the path.
+        let words = split_identifier(op).join(" ");
+        if !words.ends_with(&path) {
+            push(words);
+        }
     }
     if !ep.tags.is_empty() {
         push(ep.tags.join(", "));
     }
-    if ep.api_title != ep.api {
+    if ep.api_title != ep.api && split_identifier(&ep.api_title).len() > 1 {
         push(clean(&ep.api_title));
     }
     if let Some(d) = &ep.description {
-        push(clip_words(&clean(d), 80));
+        push(clip_words(&clean(first_section(d)), 80));
     }
     for q in ep.generated_questions.iter().take(5) {
         push(clean(q));
     }
     match variant {
-        DocVariant::Relevant => {
-            let names: Vec<String> = ep
-                .parameters
-                .iter()
-                .map(|p| split_identifier(&p.name).join(" "))
-                .collect();
-            if !names.is_empty() {
-                push(format!("parameters: {}", names.join(", ")));
+        DocVariant::Relevant | DocVariant::WithParams => {
+            if variant == DocVariant::Relevant {
+                let names: Vec<String> = ep
+                    .parameters
+                    .iter()
+                    .map(|p| split_identifier(&p.name).join(" "))
+                    .collect();
+                if !names.is_empty() {
+                    push(format!("parameters: {}", names.join(", ")));
+                }
+            } else {
+                for p in &ep.parameters {
+                    let d = p.description.as_deref().map(clean).unwrap_or_default();
+                    push(format!(
+                        "{}: {}",
+                        split_identifier(&p.name).join(" "),
+                        clip_words(&d, 25)
+                    ));
+                }
             }
-        }
-        DocVariant::WithParams => {
-            for p in &ep.parameters {
-                let d = p.description.as_deref().map(clean).unwrap_or_default();
-                push(format!(
-                    "{}: {}",
-                    split_identifier(&p.name).join(" "),
-                    clip_words(&d, 25)
-                ));
+            let fields = returned(ep, |f| ctx.distinctive(ep, f), MAX_RETURNED_FIELDS);
+            if !fields.is_empty() {
+                push(format!("returns: {}", fields.join(", ")));
             }
         }
         DocVariant::Full | DocVariant::FullExamples => {
@@ -136,9 +216,45 @@ pub fn build(ep: &Endpoint, variant: DocVariant) -> String {
                     push(format!("body: {}", names.join(", ")));
                 }
             }
+            let fields = returned(ep, |_| true, usize::MAX);
+            if !fields.is_empty() {
+                push(format!("returns: {}", fields.join(", ")));
+            }
         }
     }
     clip_words(&parts.join(". "), WORD_BUDGET)
+}
+
+/// Response field names that pass `keep`, as words (`place_of_birth` -> `place of birth`),
+/// in response order, without repeats, at most `max`.
+fn returned(ep: &Endpoint, keep: impl Fn(&str) -> bool, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in &ep.response_fields {
+        if out.len() >= max {
+            break;
+        }
+        let words = split_identifier(f).join(" ");
+        if !words.is_empty() && keep(f) && !out.contains(&words) {
+            out.push(words);
+        }
+    }
+    out
+}
+
+/// A description up to its first markdown heading or table: what comes after is reference
+/// material (changelogs, field tables) rather than what the endpoint does.
+fn first_section(d: &str) -> &str {
+    let mut end = d.len();
+    let mut offset = 0;
+    for line in d.split_inclusive('\n') {
+        let t = line.trim_start();
+        if offset > 0 && (t.starts_with('#') || t.starts_with('|')) {
+            end = offset;
+            break;
+        }
+        offset += line.len();
+    }
+    &d[..end]
 }
 
 /// The first `max` whitespace-separated words.
@@ -160,21 +276,58 @@ fn clip_words(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn bounded_and_clean() {
-        let mut ep: Endpoint = serde_json::from_value(serde_json::json!({
-            "api": "tmdb", "api_title": "TMDB", "tool_name": "x", "method": "GET",
-            "path": "/movie/{movie_id}/credits", "operation_id": "getMovieCredits",
-            "summary": "Get the <b>cast</b> and crew", "description": "word ".repeat(10_000),
+    fn endpoint(path: &str, fields: &[&str]) -> Endpoint {
+        serde_json::from_value(serde_json::json!({
+            "api": "tmdb", "api_title": "API", "tool_name": path, "method": "GET",
+            "path": path, "operation_id": "getMovieCredits",
+            "summary": "Get the <b>cast</b> and crew", "description": null,
             "tags": [], "deprecated": false, "parameters": [], "request_body": null,
-            "response_fields": [], "security": [], "servers": [], "generated_summary": null,
+            "response_fields": fields, "security": [], "servers": [], "generated_summary": null,
             "generated_questions": [], "description_provenance": null
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn bounded_and_clean() {
+        let mut ep = endpoint("/movie/{movie_id}/credits", &[]);
+        ep.description = Some("word ".repeat(10_000));
         let t = build(&ep, DocVariant::Relevant);
         assert!(t.starts_with("Get the cast and crew. GET /movie/{movie_id}/credits. movie movie id credits. get movie credits"), "{t}");
+        assert!(!t.contains("API"), "a one-word title says nothing: {t}");
         assert!(t.split_whitespace().count() <= WORD_BUDGET);
         ep.description = None;
         assert!(!build(&ep, DocVariant::Full).contains("word"));
+    }
+
+    #[test]
+    fn descriptions_stop_at_the_first_heading_or_table() {
+        let d = "Get the primary person details by id.\n\n#### Recent Changes\n\n| Date |";
+        assert_eq!(
+            first_section(d).trim(),
+            "Get the primary person details by id."
+        );
+        assert_eq!(first_section("# Title\nbody"), "# Title\nbody");
+        assert_eq!(first_section(""), "");
+    }
+
+    #[test]
+    fn names_distinctive_response_fields() {
+        let common = ["id", "name", "poster_path"];
+        let mut eps: Vec<Endpoint> = (0..10)
+            .map(|i| endpoint(&format!("/list/{i}"), &common))
+            .collect();
+        eps.push(endpoint(
+            "/person/{person_id}",
+            &["id", "name", "birthday", "place_of_birth", "poster_path"],
+        ));
+        let texts = build_all(&eps, DocVariant::Relevant);
+        assert!(
+            texts[10].ends_with("returns: birthday, place of birth"),
+            "{}",
+            texts[10]
+        );
+        assert!(!texts[0].contains("returns"), "{}", texts[0]);
+        assert!(build_all(&eps, DocVariant::Full)[0].ends_with("returns: id, name, poster path"));
     }
 }

@@ -145,7 +145,10 @@ impl EmbedderConfig {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| DEFAULT_MODEL.to_string());
         // Any BERT-style model can be used; BGE-style models want CLS pooling.
-        let pooling = match env("SHORTLIST_POOLING").and_then(|v| v.into_string().ok()).as_deref() {
+        let pooling = match env("SHORTLIST_POOLING")
+            .and_then(|v| v.into_string().ok())
+            .as_deref()
+        {
             Some(p) if p.eq_ignore_ascii_case("cls") => Pooling::Cls,
             _ => Pooling::Mean,
         };

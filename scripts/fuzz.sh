@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Fuzzes the spec loader, $ref resolution and argument validation + request building with
+# cargo fuzz (libFuzzer). See docs/fuzzing.md for the targets and what they assert.
+#
+#   scripts/fuzz.sh                      every target for 20 s (the CI run)
+#   scripts/fuzz.sh --time 600           every target for 10 minutes
+#   scripts/fuzz.sh --runs 1000000       every target for a million executions
+#   scripts/fuzz.sh --target ref_resolve --time 60 [-- <extra libFuzzer flags>]
+#
+# Exits 0 when no target crashed, 1 when one did (the crashing input is kept in
+# fuzz/artifacts/<target>/ and named in the output), 2 on a usage or setup error.
+#
+# Only a stable toolchain is needed: cargo fuzz passes nightly-only flags to rustc
+# (-Zsanitizer=address, sanitizer coverage), which stable accepts with RUSTC_BOOTSTRAP=1.
+# Set FUZZ_SANITIZER=none to build without AddressSanitizer (faster build and runs, but
+# memory errors in unsafe code, such as the YAML parser's, would go unnoticed).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+
+TARGETS_ALL=(spec_load ref_resolve invoke_args)
+targets=()
+time_secs=20
+runs=""
+extra=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --time) time_secs="$2"; shift 2 ;;
+        --runs) runs="$2"; shift 2 ;;
+        --target) targets+=("$2"); shift 2 ;;
+        --) shift; extra=("$@"); break ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+[[ ${#targets[@]} -eq 0 ]] && targets=("${TARGETS_ALL[@]}")
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz.sh: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked
+fi
+
+export RUSTC_BOOTSTRAP=1
+sanitizer="${FUZZ_SANITIZER:-address}"
+# The harnesses write the fuzzed spec and a few sibling files into a scratch folder under
+# TMPDIR; give them one of their own and remove it afterwards.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/shortlist-fuzz.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+# --- Seed corpora --------------------------------------------------------------------
+# Built afresh from the committed seeds (fuzz/seeds, a few small hand-written specs), the
+# example catalogs (big JSON specs are cut into one-path slices) and, when present, the
+# smallest specs of the shared real-world corpus. Corpora live in fuzz/corpus (ignored
+# by git) and keep what earlier runs found.
+slice_json() { # spec.json outdir prefix: one seed per path, with the schemas it names
+    local spec=$1 out=$2 prefix=$3 n i
+    n=$(jq '.paths | length' "$spec")
+    for ((i = 0; i < n; i += (n / 8 + 1))); do
+        jq -c --argjson i "$i" '
+          . as $d | (.paths | to_entries)[$i] as $p
+          | ([$p.value | .. | objects | .["$ref"]? // empty | strings
+              | select(startswith("#/components/schemas/"))
+              | ltrimstr("#/components/schemas/")] | unique) as $names
+          | {openapi, info: {title: .info.title, version: .info.version}, servers,
+             paths: {($p.key): $p.value},
+             components: {securitySchemes: .components.securitySchemes,
+                          parameters: .components.parameters,
+                          schemas: (($d.components.schemas // {})
+                                    | with_entries(select(.key as $k | $names | index($k))))}}' \
+            "$spec" >"$out/$prefix-$i.json"
+        # Seeds past 32 KB would slow every execution down; the slice is dropped.
+        [[ $(wc -c <"$out/$prefix-$i.json") -le 32768 ]] || rm "$out/$prefix-$i.json"
+    done
+}
+
+build_seeds() {
+    local t=$1 dir="$ROOT/fuzz/corpus/$1"
+    mkdir -p "$dir"
+    [[ -d "$ROOT/fuzz/seeds/$t" ]] && cp "$ROOT"/fuzz/seeds/"$t"/* "$dir"/
+    case "$t" in
+        spec_load|ref_resolve)
+            if command -v jq >/dev/null; then
+                slice_json "$ROOT/catalogs/tmdb.json" "$dir" seed-tmdb
+                slice_json "$ROOT/catalogs/spotify.json" "$dir" seed-spotify
+            fi
+            ;;
+    esac
+    if [[ "$t" == spec_load ]]; then
+        cp "$ROOT/catalogs/musixmatch.yaml" "$dir/seed-musixmatch.yaml"
+        local shared="${SHORTLIST_SPEC_CORPUS:-$ROOT/../shared/corpus}"
+        if [[ -d "$shared" ]]; then
+            # The 24 smallest real specs (all under 16 KB): real defects, little time.
+            find "$shared" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.json' \) -size -16k \
+                -printf '%s %p\n' | sort -n | head -24 | cut -d' ' -f2- |
+                while read -r f; do cp "$f" "$dir/seed-$(basename "$f")"; done
+        fi
+    fi
+}
+
+flags_for() {
+    case "$1" in
+        spec_load) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=32768" ;;
+        ref_resolve) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=32768" ;;
+        invoke_args) echo "-dict=$ROOT/fuzz/dict/invoke_args.dict -max_len=4096" ;;
+    esac
+}
+
+# --- Build once, then run each target --------------------------------------------------
+cd "$ROOT/fuzz"
+echo "fuzz.sh: building fuzz targets (sanitizer: $sanitizer)" >&2
+build_start=$(date +%s)
+nice -n 10 cargo fuzz build --sanitizer "$sanitizer"
+echo "fuzz.sh: build took $(($(date +%s) - build_start)) s" >&2
+
+failed=()
+for t in "${targets[@]}"; do
+    if [[ ! " ${TARGETS_ALL[*]} " == *" $t "* ]]; then
+        echo "fuzz.sh: unknown target '$t' (targets: ${TARGETS_ALL[*]})" >&2
+        exit 2
+    fi
+    build_seeds "$t"
+    if [[ -n "$runs" ]]; then limit="-runs=$runs"; else limit="-max_total_time=$time_secs"; fi
+    echo "fuzz.sh: === $t ($limit) ===" >&2
+    start=$(date +%s)
+    # shellcheck disable=SC2046 # flags_for yields separate words on purpose
+    if TMPDIR="$scratch" nice -n 10 cargo fuzz run --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
+        "$limit" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 $(flags_for "$t") \
+        "${extra[@]}"; then
+        echo "fuzz.sh: $t: no crash in $(($(date +%s) - start)) s" >&2
+    else
+        echo "fuzz.sh: $t: CRASH (input in fuzz/artifacts/$t/; reproduce with" \
+            "RUSTC_BOOTSTRAP=1 cargo fuzz run $t <input>)" >&2
+        failed+=("$t")
+    fi
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "fuzz.sh: crashed: ${failed[*]}" >&2
+    exit 1
+fi
+echo "fuzz.sh: all targets ran without a crash" >&2

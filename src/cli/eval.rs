@@ -1,0 +1,190 @@
+//! `shortlist eval`: measure retrieval on a benchmark with the product's own ranking code.
+//!
+//! ```text
+//! shortlist eval SPEC_OR_FOLDER QUERIES.jsonl             # one index, one queries file
+//! shortlist eval --pair A.json=A.jsonl --pair B.json=B.jsonl               # merged: one index
+//! shortlist eval --pair A.json=A.jsonl --pair B.json=B.jsonl --separately  # one index each
+//! ```
+//!
+//! Every ranking option is a flag (defaults: what `serve` uses), so an ablation is one
+//! command line, and `docs/results.md` quotes the line that produced each row.
+
+use super::load_embedder;
+use anyhow::Context;
+use clap::Args;
+use shortlist::eval::report;
+use shortlist::eval::run::DEFAULT_KS;
+use shortlist::eval::{run_setting, EvalConfig, Setting};
+use shortlist::index::doc_text::DocVariant;
+use shortlist::shortlist::{Fusion, Options, Retrieval};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// A spec file, or a folder of specs (gold entries then read `<spec_id> METHOD /path`).
+    #[arg(value_name = "CATALOG", required_unless_present = "pair")]
+    pub catalog: Option<PathBuf>,
+    /// The queries file: JSON Lines of {"id", "query", "gold": ["METHOD /path", ...]}.
+    #[arg(value_name = "QUERIES", required_unless_present = "pair")]
+    pub queries: Option<PathBuf>,
+    /// A spec and its queries, `SPEC=QUERIES`; repeat it to index several specs together
+    /// (each file's plain gold entries belong to its spec).
+    #[arg(long, value_name = "SPEC=QUERIES", value_parser = parse_pair, conflicts_with = "catalog")]
+    pub pair: Vec<(PathBuf, PathBuf)>,
+    /// With --pair: give each pair its own index instead of one shared index.
+    #[arg(long, requires = "pair")]
+    pub separately: bool,
+    /// Cut-offs to report.
+    #[arg(short, long = "k", value_delimiter = ',', default_values_t = DEFAULT_KS)]
+    pub ks: Vec<usize>,
+    /// Which fields make up each endpoint's doc text.
+    #[arg(long, value_enum, default_value_t = DocVariant::default())]
+    pub variant: DocVariant,
+    /// Which retrievers rank the endpoints.
+    #[arg(long, value_enum)]
+    pub retrieval: Option<Retrieval>,
+    /// How dense and lexical rankings are fused (hybrid only).
+    #[arg(long, value_enum)]
+    pub fusion: Option<Fusion>,
+    /// Reciprocal-rank-fusion constant.
+    #[arg(long, value_name = "K")]
+    pub rrf_k: Option<f32>,
+    /// Weight of the dense scores in score fusion, 0 to 1.
+    #[arg(long, value_name = "W")]
+    pub dense_weight: Option<f32>,
+    /// Rank the parts of multi-task queries separately (true/false).
+    #[arg(long, value_name = "BOOL")]
+    pub split: Option<bool>,
+    /// Also rank each phrase of chained requests (true/false).
+    #[arg(long, value_name = "BOOL")]
+    pub clauses: Option<bool>,
+    /// Weight of each part against the whole query when merging.
+    #[arg(long, value_name = "W")]
+    pub part_weight: Option<f32>,
+    /// With --clauses: how many of each phrase's best endpoints are put in.
+    #[arg(long, value_name = "N")]
+    pub clause_top: Option<usize>,
+    /// With --clauses: they go after this many endpoints of the whole query's ranking.
+    #[arg(long, value_name = "N")]
+    pub clause_after: Option<usize>,
+    /// Add endpoints that produce the identifiers of shortlisted ones (true/false).
+    #[arg(long, value_name = "BOOL")]
+    pub expand: Option<bool>,
+    /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
+    #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
+    pub cut: Option<Cut>,
+    /// Print JSON (with every query's outcome) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list the queries whose top K misses a gold endpoint (K defaults to 10).
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "10")]
+    pub misses: Option<usize>,
+    /// Where benchmark indexes are kept (one per catalog and doc-text variant).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "SHORTLIST_EVAL_CACHE",
+        default_value = ".shortlist/eval"
+    )]
+    pub cache_dir: PathBuf,
+}
+
+/// A parsed `--cut`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cut(Option<f32>);
+
+fn parse_cut(s: &str) -> Result<Cut, String> {
+    if matches!(s, "off" | "none" | "no") {
+        return Ok(Cut(None));
+    }
+    match s.parse::<f32>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(Cut(Some(r))),
+        _ => Err(format!(
+            "{s:?} is neither a ratio between 0 and 1 nor `off`"
+        )),
+    }
+}
+
+fn parse_pair(s: &str) -> Result<(PathBuf, PathBuf), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a.into(), b.into())),
+        _ => Err(format!("{s:?} is not SPEC=QUERIES")),
+    }
+}
+
+impl EvalArgs {
+    /// The default options with the flags given applied.
+    fn options(&self) -> Options {
+        let d = Options::default();
+        Options {
+            retrieval: self.retrieval.unwrap_or(d.retrieval),
+            fusion: self.fusion.unwrap_or(d.fusion),
+            rrf_k: self.rrf_k.unwrap_or(d.rrf_k),
+            dense_weight: self.dense_weight.unwrap_or(d.dense_weight),
+            split: self.split.unwrap_or(d.split),
+            clauses: self.clauses.unwrap_or(d.clauses),
+            part_weight: self.part_weight.unwrap_or(d.part_weight),
+            clause_top: self.clause_top.unwrap_or(d.clause_top),
+            clause_after: self.clause_after.unwrap_or(d.clause_after),
+            expand: self.expand.unwrap_or(d.expand),
+            cut: self.cut.map_or(d.cut, |c| c.0),
+        }
+    }
+
+    fn settings(&self) -> Vec<Setting> {
+        match (&self.catalog, &self.queries) {
+            (Some(c), Some(q)) => vec![Setting::single(c, q)],
+            _ if self.separately => self
+                .pair
+                .iter()
+                .map(|(s, q)| Setting::single(s, q))
+                .collect(),
+            _ => vec![Setting::merged(&self.pair)],
+        }
+    }
+}
+
+pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let mut ks = args.ks.clone();
+    ks.retain(|&k| k > 0);
+    ks.sort_unstable();
+    ks.dedup();
+    if ks.is_empty() {
+        anyhow::bail!("--k needs at least one positive cut-off");
+    }
+    let config = EvalConfig {
+        variant: args.variant,
+        options: args.options(),
+        ks,
+        cache_dir: args.cache_dir.clone(),
+    };
+    let mut embedder = load_embedder()?;
+    let mut reports = Vec::new();
+    for setting in args.settings() {
+        let (report, e) = run_setting(&setting, &config, embedder, |m| {
+            tracing::info!("{}: {m}", setting.name)
+        })
+        .with_context(|| format!("evaluating {}", setting.name))?;
+        embedder = e;
+        reports.push(report);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json(&reports, true))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, r) in reports.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", report::text(r));
+        if let Some(k) = args.misses {
+            println!();
+            print!("{}", report::misses(r, k));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

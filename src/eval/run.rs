@@ -1,0 +1,281 @@
+//! Running a benchmark: index a catalog, rank every query, score the rankings.
+//!
+//! The harness drives the same code the server uses ([`Shortlister`] over an index built by
+//! [`catalog_index::build`]), so a measured number is a number of the product, not of a
+//! replica. The index lives in a cache folder keyed by the specs and the doc-text variant;
+//! the store's incremental build re-embeds nothing when neither changed, so ablations over
+//! ranking options cost only the query embeddings.
+
+use super::gold::{self, Case, GoldError};
+use super::metrics::{self, QueryMetrics};
+use crate::catalog::{self, Catalog};
+use crate::index::catalog_index;
+use crate::index::doc_text::DocVariant;
+use crate::index::{Embedder, StoreError};
+use crate::shortlist::{Options, ShortlistError, Shortlister};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Default cut-offs at which metrics are reported.
+pub const DEFAULT_KS: [usize; 5] = [1, 3, 5, 10, 20];
+
+/// Errors of an evaluation run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Gold(#[from] GoldError),
+    #[error("the catalog could not be loaded completely: {0}")]
+    Catalog(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Shortlist(#[from] ShortlistError),
+}
+
+/// A queries file, optionally bound to the API its unqualified gold entries belong to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryFile {
+    pub path: PathBuf,
+    pub bound_api: Option<String>,
+}
+
+/// One benchmark setting: the specs that form one index and the queries run against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// Shown in reports: the API ids, joined.
+    pub name: String,
+    /// Spec files or folders (one catalog).
+    pub specs: Vec<PathBuf>,
+    pub queries: Vec<QueryFile>,
+}
+
+impl Setting {
+    /// A catalog (spec file or folder) and one queries file whose gold entries are plain
+    /// (single spec) or spec-qualified (folder).
+    pub fn single(catalog: &Path, queries: &Path) -> Setting {
+        Setting {
+            name: catalog::stem_id(catalog),
+            specs: vec![catalog.to_path_buf()],
+            queries: vec![QueryFile {
+                path: queries.to_path_buf(),
+                bound_api: None,
+            }],
+        }
+    }
+
+    /// Several (spec, queries) pairs in one index: each queries file's plain gold entries
+    /// belong to its own spec (the merged RestBench setting).
+    pub fn merged(pairs: &[(PathBuf, PathBuf)]) -> Setting {
+        Setting {
+            name: pairs
+                .iter()
+                .map(|(s, _)| catalog::stem_id(s))
+                .collect::<Vec<_>>()
+                .join("+"),
+            specs: pairs.iter().map(|(s, _)| s.clone()).collect(),
+            queries: pairs
+                .iter()
+                .map(|(s, q)| QueryFile {
+                    path: q.clone(),
+                    bound_api: Some(catalog::stem_id(s)),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// How to run: the doc text, the ranking options, the ks and where indexes are cached.
+#[derive(Debug, Clone)]
+pub struct EvalConfig {
+    pub variant: DocVariant,
+    pub options: Options,
+    /// Ascending, distinct, positive.
+    pub ks: Vec<usize>,
+    pub cache_dir: PathBuf,
+}
+
+/// The outcome of one query.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryOutcome {
+    pub id: String,
+    pub query: String,
+    /// The queries file (or bound API) it came from.
+    pub source: String,
+    /// Gold endpoints as qualified keys (`api METHOD /path`).
+    pub gold: Vec<String>,
+    /// What was returned, up to the largest k, as qualified keys.
+    pub returned: Vec<String>,
+    /// Which of `returned` were added as prerequisites.
+    pub added: Vec<bool>,
+    /// 1-based rank of each gold endpoint in the full ranking (`None`: cut off).
+    pub gold_ranks: Vec<Option<usize>>,
+    pub metrics: QueryMetrics,
+}
+
+/// The outcome of one setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingReport {
+    pub name: String,
+    pub apis: usize,
+    pub endpoints: usize,
+    pub variant: DocVariant,
+    pub options: Options,
+    /// Mean over all queries.
+    pub overall: QueryMetrics,
+    /// Mean per queries source (one entry per queries file), in file order.
+    pub by_source: Vec<(String, usize, QueryMetrics)>,
+    pub queries: Vec<QueryOutcome>,
+    /// Seconds spent ranking (query embedding included), all queries.
+    pub ranking_seconds: f64,
+}
+
+/// Runs one setting with a loaded model, which is handed back for the next setting.
+/// `progress(message)` reports the slow steps.
+pub fn run_setting(
+    setting: &Setting,
+    config: &EvalConfig,
+    embedder: Embedder,
+    mut progress: impl FnMut(&str),
+) -> Result<(SettingReport, Embedder), EvalError> {
+    let catalog = Catalog::load_paths(&setting.specs);
+    let errors: Vec<String> = catalog.errors().map(ToString::to_string).collect();
+    if !errors.is_empty() || catalog.endpoints.is_empty() {
+        return Err(EvalError::Catalog(if errors.is_empty() {
+            "no endpoints".into()
+        } else {
+            errors.join("; ")
+        }));
+    }
+    let dir = index_dir(&config.cache_dir, &setting.specs, config.variant);
+    progress(&format!(
+        "indexing {} endpoint(s) in {}",
+        catalog.endpoints.len(),
+        dir.display()
+    ));
+    let (index, _) = catalog_index::build(&catalog, &dir, &embedder, config.variant, |_, _| {})?;
+    let shortlister = Shortlister::new(index, embedder, config.options.clone());
+
+    let mut cases: Vec<Case> = Vec::new();
+    for qf in &setting.queries {
+        let raw = gold::read_queries(&qf.path)?;
+        cases.extend(gold::resolve(
+            &qf.path,
+            &raw,
+            shortlister.endpoints(),
+            qf.bound_api.as_deref(),
+        )?);
+    }
+    progress(&format!("ranking {} queries", cases.len()));
+    let key = |p: usize| shortlister.endpoint(p).qualified_key();
+    let max_k = config.ks.iter().copied().max().unwrap_or(10);
+    let started = std::time::Instant::now();
+    let mut queries = Vec::with_capacity(cases.len());
+    for case in cases {
+        let ranking = shortlister.rank(&case.query, None)?;
+        let positions: Vec<usize> = ranking.iter().map(|h| h.position).collect();
+        let metrics = metrics::score_query(&positions, &case.gold, &config.ks);
+        let top = &ranking[..ranking.len().min(max_k)];
+        queries.push(QueryOutcome {
+            gold_ranks: case
+                .gold
+                .iter()
+                .map(|g| positions.iter().position(|p| p == g).map(|r| r + 1))
+                .collect(),
+            gold: case.gold.iter().map(|&g| key(g)).collect(),
+            returned: top.iter().map(|h| key(h.position)).collect(),
+            added: top.iter().map(|h| h.prerequisite_of.is_some()).collect(),
+            id: case.id,
+            query: case.query,
+            source: case.source,
+            metrics,
+        });
+    }
+    let ranking_seconds = started.elapsed().as_secs_f64();
+    let overall = metrics::mean(&queries.iter().map(|q| &q.metrics).collect::<Vec<_>>());
+    let mut sources: Vec<String> = queries.iter().map(|q| q.source.clone()).collect();
+    sources.dedup();
+    let by_source = if sources.len() > 1 {
+        sources
+            .into_iter()
+            .map(|s| {
+                let of: Vec<&QueryMetrics> = queries
+                    .iter()
+                    .filter(|q| q.source == s)
+                    .map(|q| &q.metrics)
+                    .collect();
+                let n = of.len();
+                (s, n, metrics::mean(&of))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let report = SettingReport {
+        name: setting.name.clone(),
+        apis: shortlister
+            .index()
+            .records()
+            .iter()
+            .fold(Vec::new(), |mut v: Vec<&str>, e| {
+                if !v.contains(&e.api.as_str()) {
+                    v.push(&e.api);
+                }
+                v
+            })
+            .len(),
+        endpoints: shortlister.endpoints().len(),
+        variant: config.variant,
+        options: config.options.clone(),
+        overall,
+        by_source,
+        queries,
+        ranking_seconds,
+    };
+    let (_, embedder) = shortlister.into_parts();
+    Ok((report, embedder))
+}
+
+/// `<cache>/<spec stems>-<hash of their absolute paths>/<variant>`: one index per catalog
+/// and variant, so switching variants back and forth re-embeds nothing.
+pub fn index_dir(cache: &Path, specs: &[PathBuf], variant: DocVariant) -> PathBuf {
+    let mut h = Sha256::new();
+    for s in specs {
+        let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+        h.update(abs.to_string_lossy().as_bytes());
+        h.update([0]);
+    }
+    let stems: Vec<String> = specs.iter().map(|s| catalog::stem_id(s)).collect();
+    let hash = hex::encode(h.finalize());
+    cache
+        .join(format!("{}-{}", stems.join("+"), &hash[..12]))
+        .join(variant.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_and_cache_folders() {
+        let m = Setting::merged(&[
+            ("b/spotify_oas.json".into(), "q/s.jsonl".into()),
+            ("b/tmdb_oas.json".into(), "q/t.jsonl".into()),
+        ]);
+        assert_eq!(m.name, "spotify_oas+tmdb_oas");
+        assert_eq!(m.queries[1].bound_api.as_deref(), Some("tmdb_oas"));
+        let s = Setting::single(Path::new("b/tmdb_oas.json"), Path::new("q/t.jsonl"));
+        assert_eq!(
+            (s.name.as_str(), s.queries[0].bound_api.as_deref()),
+            ("tmdb_oas", None)
+        );
+        let a = index_dir(Path::new("/c"), &s.specs, DocVariant::Relevant);
+        let b = index_dir(Path::new("/c"), &s.specs, DocVariant::Full);
+        assert_eq!(a.parent(), b.parent());
+        assert!(a.ends_with("relevant") && a.to_string_lossy().contains("tmdb_oas-"));
+        assert_ne!(
+            index_dir(Path::new("/c"), &m.specs, DocVariant::Relevant),
+            a
+        );
+    }
+}

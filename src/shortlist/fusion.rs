@@ -1,0 +1,99 @@
+//! Turning several score lists into one ranking.
+//!
+//! Dense cosine similarities and BM25 scores live on different scales (0.2-0.7 against
+//! 0-30), so they are combined either by rank (reciprocal rank fusion, scale-free) or after
+//! rescaling each list to 0-1 over the endpoints in play (score fusion, which keeps how
+//! *much* better one endpoint is, and so gives the adaptive cut something to cut on).
+
+use serde::{Deserialize, Serialize};
+
+/// How the dense and lexical lists are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion: the sum of `1 / (rrf_k + rank)`.
+    #[default]
+    Rrf,
+    /// A weighted sum of min-max rescaled scores.
+    Score,
+}
+
+/// Scores rescaled to 0..=1 over the allowed positions (min -> 0, max -> 1); 0 elsewhere
+/// and everywhere when all allowed scores are equal.
+pub fn rescale(scores: &[f32], allowed: &[bool]) -> Vec<f32> {
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for (s, _) in scores.iter().zip(allowed).filter(|(_, &a)| a) {
+        lo = lo.min(*s);
+        hi = hi.max(*s);
+    }
+    let span = hi - lo;
+    scores
+        .iter()
+        .zip(allowed)
+        .map(|(&s, &a)| {
+            if a && span > f32::EPSILON {
+                (s - lo) / span
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// 1-based rank of each allowed position under descending scores (ties by position);
+/// `usize::MAX` for the others.
+pub fn ranks(scores: &[f32], allowed: &[bool]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).filter(|&i| allowed[i]).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let mut rank = vec![usize::MAX; scores.len()];
+    for (r, i) in order.into_iter().enumerate() {
+        rank[i] = r + 1;
+    }
+    rank
+}
+
+/// Weighted reciprocal rank fusion of several rankings of the same positions.
+pub fn rrf(rankings: &[(Vec<usize>, f32)], k: f32) -> Vec<f32> {
+    let n = rankings.first().map_or(0, |(r, _)| r.len());
+    (0..n)
+        .map(|i| {
+            rankings
+                .iter()
+                .filter(|(r, _)| r[i] != usize::MAX)
+                .map(|(r, w)| w / (k + r[i] as f32))
+                .sum()
+        })
+        .collect()
+}
+
+/// Positions allowed, best first by `scores`, ties by position.
+pub fn order(scores: &[f32], allowed: &[bool]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).filter(|&i| allowed[i]).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rescales_ranks_and_fuses() {
+        let all = [true, true, true];
+        assert_eq!(rescale(&[2.0, 4.0, 3.0], &all), [0.0, 1.0, 0.5]);
+        assert_eq!(rescale(&[1.0, 1.0, 1.0], &all), [0.0, 0.0, 0.0]);
+        assert_eq!(
+            rescale(&[9.0, 4.0, 3.0], &[false, true, true]),
+            [0.0, 1.0, 0.0]
+        );
+        assert_eq!(ranks(&[0.1, 0.9, 0.5], &all), [3, 1, 2]);
+        assert_eq!(
+            ranks(&[0.1, 0.9, 0.5], &[true, false, true]),
+            [2, usize::MAX, 1]
+        );
+        let f = rrf(&[(vec![1, 2, 3], 1.0), (vec![3, 1, 2], 1.0)], 60.0);
+        assert!(f[1] > f[0] && f[0] > f[2], "{f:?}");
+        assert_eq!(order(&[0.1, 0.9, 0.9], &all), [1, 2, 0]);
+        assert!(rrf(&[], 60.0).is_empty());
+    }
+}

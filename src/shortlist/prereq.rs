@@ -1,0 +1,346 @@
+//! Prerequisites: which identifiers an endpoint needs and which endpoints produce them.
+//!
+//! "Who directed The Dark Knight?" needs `GET /movie/{movie_id}/credits`, but nobody knows
+//! the movie id: an agent must first call `GET /search/movie`, whose text shares little
+//! with the question. RestBench gold paths are full of such pairs, and retrieval that only
+//! matches the question misses the lookup step (BM25 finds `/search/*` for 8 of 76 TMDB
+//! gold occurrences in its top 10). This module reads the dependencies off the spec, once
+//! per index; [`super::expand`] uses them per query.
+//!
+//! Everything here comes from the spec's structure, never from endpoint names:
+//! - a **need** is a path parameter, or a required query / body field, whose name ends in an
+//!   identifier word (`movie_id`, `{id}`, `ids`, `uris`), unless its schema is an enum (its
+//!   values are then known up front). Its **noun** is the rest of the name (`movie`), or,
+//!   for a bare `id`, the path segment it qualifies (`/albums/{id}` -> `album`).
+//! - **producers** of a need (never, for an addition to a collection, the listing of that
+//!   same collection), by strength of evidence (the first non-empty tier is used):
+//!   0. endpoints the description names (`call GET /me first to get the user_id`);
+//!   1. endpoints of the same API whose response carries identifiers and which are *about*
+//!      the noun: it is a literal path segment, a one-word response field (Spotify's
+//!      `/search` returns `albums`, `artists`), or a response field `<noun>_id`; a path noun
+//!      yields to another path noun that the response is a list of (`/genre/movie/list`
+//!      returns `genres`: genre ids, not movie ids); and the producer must not need the
+//!      noun itself;
+//!   2. endpoints whose summary or operationId names the noun (`/me`: "Get Current User's
+//!      Profile" for `user_id`), the most general (shortest path) first;
+//!   3. **lookups**: endpoints taking a free-text query parameter (`q`, `query`) and
+//!      returning identifiers.
+
+use crate::catalog::{Endpoint, Method, ParamLocation};
+use crate::index::lexical::tokenize;
+use once_cell::sync::Lazy;
+use regex::Regex;
+use serde_json::Value;
+
+/// Words that mark a parameter as an identifier.
+const ID_WORDS: &[&str] = &["id", "ids", "uri", "uris", "uuid", "guid", "key", "slug"];
+/// Names of query parameters that take free text to look something up.
+const LOOKUP_PARAMS: &[&str] = &[
+    "q", "query", "search", "keyword", "keywords", "term", "text", "name",
+];
+/// `METHOD /path` mentioned in prose.
+static ENDPOINT_REF: Lazy<Regex> = Lazy::new(|| {
+    Regex::new(r"\b(GET|POST|PUT|PATCH|DELETE)\s+(/[A-Za-z0-9_\-./{}]*[A-Za-z0-9_}])").unwrap()
+});
+
+/// How good the evidence is that an endpoint produces what a need wants; lower is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Evidence {
+    /// The consumer's description names the producer.
+    Named,
+    /// The producer's path or response is about the noun.
+    About,
+    /// The producer's summary or operationId names the noun.
+    Mentioned,
+    /// The producer looks things up by free text.
+    Lookup,
+}
+
+/// One identifier an endpoint needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Need {
+    /// The parameter (or body field) name; for a producer the description names, that
+    /// producer's `METHOD /path`.
+    pub param: String,
+    /// Stemmed noun, when one can be told (`movi` for `movie_id`).
+    pub noun: Option<String>,
+    /// Index positions of the producers of the strongest evidence tier found.
+    pub producers: Vec<usize>,
+    pub evidence: Evidence,
+}
+
+/// The needs of every endpoint and which endpoints are lookups, computed once per index.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    needs: Vec<Vec<Need>>,
+    lookup: Vec<bool>,
+    /// Path depth of each endpoint (literal and parameter segments).
+    depth: Vec<usize>,
+    /// The API of each endpoint.
+    api: Vec<String>,
+}
+
+impl Graph {
+    /// Analyses `endpoints` (the index's records, in position order).
+    pub fn build(endpoints: &[Endpoint]) -> Graph {
+        let facts: Vec<Facts> = endpoints.iter().map(Facts::of).collect();
+        let lookup: Vec<bool> = endpoints
+            .iter()
+            .zip(&facts)
+            .map(|(e, f)| f.returns_ids && is_lookup(e))
+            .collect();
+        let needs = (0..endpoints.len())
+            .map(|i| needs_of(i, endpoints, &facts, &lookup))
+            .collect();
+        let depth = endpoints
+            .iter()
+            .map(|e| e.path.split('/').filter(|s| !s.is_empty()).count())
+            .collect();
+        Graph {
+            needs,
+            lookup,
+            depth,
+            api: endpoints.iter().map(|e| e.api.clone()).collect(),
+        }
+    }
+
+    /// What endpoint `position` needs.
+    pub fn needs(&self, position: usize) -> &[Need] {
+        self.needs.get(position).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether endpoint `position` looks things up by free text.
+    pub fn is_lookup(&self, position: usize) -> bool {
+        self.lookup.get(position).copied().unwrap_or(false)
+    }
+
+    /// Whether two endpoints belong to the same API.
+    pub fn same_api(&self, a: usize, b: usize) -> bool {
+        self.api.get(a).is_some_and(|x| self.api.get(b) == Some(x))
+    }
+
+    /// Path depth of endpoint `position` (`/me` 1, `/me/albums` 2).
+    pub fn depth(&self, position: usize) -> usize {
+        self.depth.get(position).copied().unwrap_or(usize::MAX)
+    }
+}
+
+/// What the graph needs to know of one endpoint.
+struct Facts {
+    /// (parameter, stemmed noun) of each identifier need.
+    needs: Vec<(String, Option<String>)>,
+    /// Stemmed nouns the endpoint's path and response are about.
+    about: Vec<String>,
+    /// Stemmed words of its summary and operationId.
+    mentions: Vec<String>,
+    returns_ids: bool,
+}
+
+impl Facts {
+    fn of(e: &Endpoint) -> Facts {
+        let mut needs: Vec<(String, Option<String>)> = Vec::new();
+        for p in &e.parameters {
+            let wanted = match p.location {
+                ParamLocation::Path => true,
+                ParamLocation::Query => p.required,
+                ParamLocation::Header | ParamLocation::Cookie => false,
+            };
+            if wanted && is_id_name(&p.name) && !is_enum(&p.schema) {
+                let noun = noun_of(&p.name, &e.path, p.location == ParamLocation::Path);
+                push_need(&mut needs, &p.name, noun);
+            }
+        }
+        if let Some(body) = &e.request_body {
+            let required: Vec<&str> = body
+                .schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for name in required {
+                let schema = body.schema.pointer(&format!("/properties/{name}"));
+                if is_id_name(name) && !schema.is_some_and(is_enum) {
+                    push_need(&mut needs, name, noun_of(name, &e.path, false));
+                }
+            }
+        }
+        let mut mentions: Vec<String> = e.summary.iter().flat_map(|s| tokenize(s)).collect();
+        mentions.extend(e.operation_id.iter().flat_map(|s| tokenize(s)));
+        Facts {
+            needs,
+            about: about(e),
+            mentions,
+            returns_ids: e.response_fields.iter().any(|f| is_id_name(f)),
+        }
+    }
+
+    fn needs_noun(&self, noun: &str) -> bool {
+        self.needs.iter().any(|(_, n)| n.as_deref() == Some(noun))
+    }
+}
+
+/// The stemmed nouns an endpoint's path and response are about (see the module docs).
+fn about(e: &Endpoint) -> Vec<String> {
+    let stem_one = |s: &str| -> Option<String> {
+        let t = tokenize(s);
+        (t.len() == 1).then(|| t[0].clone())
+    };
+    let mut from_fields: Vec<String> = Vec::new();
+    for f in &e.response_fields {
+        let words = crate::text::split_identifier(f);
+        if words.len() == 1 {
+            from_fields.extend(stem_one(f));
+        } else if is_id_name(f) {
+            // `show_id`, `genre_ids`: an identifier of the noun before it.
+            from_fields.extend(stem_one(&words[words.len() - 2]));
+        }
+    }
+    let segments: Vec<String> = e
+        .path
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.starts_with('{'))
+        .flat_map(tokenize)
+        .collect();
+    // A response that is a list of one path noun is not about the other path nouns.
+    let listed: Vec<&String> = segments
+        .iter()
+        .filter(|s| from_fields.contains(s))
+        .collect();
+    let mut out: Vec<String> = if listed.is_empty() {
+        segments.clone()
+    } else {
+        listed.into_iter().cloned().collect()
+    };
+    out.extend(from_fields);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn push_need(needs: &mut Vec<(String, Option<String>)>, name: &str, noun: Option<String>) {
+    if !needs.iter().any(|(p, _)| p == name) {
+        needs.push((name.to_string(), noun));
+    }
+}
+
+/// The needs of endpoint `i` with their producers.
+fn needs_of(i: usize, endpoints: &[Endpoint], facts: &[Facts], lookup: &[bool]) -> Vec<Need> {
+    let e = &endpoints[i];
+    let same_api = |j: usize| j != i && endpoints[j].api == e.api;
+    // What is added to a collection comes from elsewhere: listing the collection itself
+    // (`GET /me/albums` for `PUT /me/albums`) produces what is already there, which is
+    // what a removal needs but not an addition.
+    let adds = matches!(e.method, Method::Post | Method::Put | Method::Patch);
+    let eligible = |j: usize| same_api(j) && !(adds && endpoints[j].path == e.path);
+    let mut out: Vec<Need> = Vec::new();
+    // Tier 0: endpoints the description names.
+    let text = [e.summary.as_deref(), e.description.as_deref()];
+    for caps in text
+        .iter()
+        .flatten()
+        .flat_map(|t| ENDPOINT_REF.captures_iter(t))
+    {
+        let named = (0..endpoints.len()).find(|&j| {
+            same_api(j) && endpoints[j].method.as_str() == &caps[1] && endpoints[j].path == caps[2]
+        });
+        if let Some(j) = named {
+            out.push(Need {
+                param: endpoints[j].key(),
+                noun: None,
+                producers: vec![j],
+                evidence: Evidence::Named,
+            });
+        }
+    }
+    for (param, noun) in &facts[i].needs {
+        let candidates = |test: &dyn Fn(usize) -> bool| -> Vec<usize> {
+            (0..endpoints.len())
+                .filter(|&j| eligible(j) && facts[j].returns_ids && test(j))
+                .collect()
+        };
+        let n = noun.as_deref();
+        let tiers: [(Evidence, Vec<usize>); 3] = [
+            (
+                Evidence::About,
+                candidates(&|j| {
+                    let f = &facts[j];
+                    let names_param =
+                        param.len() > 3 && endpoints[j].response_fields.iter().any(|x| x == param);
+                    names_param
+                        || n.is_some_and(|n| f.about.iter().any(|t| t == n) && !f.needs_noun(n))
+                }),
+            ),
+            (
+                Evidence::Mentioned,
+                candidates(&|j| {
+                    let f = &facts[j];
+                    n.is_some_and(|n| f.mentions.iter().any(|t| t == n) && !f.needs_noun(n))
+                }),
+            ),
+            (Evidence::Lookup, candidates(&|j| lookup[j])),
+        ];
+        if let Some((evidence, producers)) = tiers.into_iter().find(|(_, p)| !p.is_empty()) {
+            out.push(Need {
+                param: param.clone(),
+                noun: noun.clone(),
+                producers,
+                evidence,
+            });
+        }
+    }
+    out
+}
+
+/// `movie_id`, `id`, `ids`, `trackUris`: the last word of the name is an identifier word.
+pub fn is_id_name(name: &str) -> bool {
+    crate::text::split_identifier(name)
+        .last()
+        .is_some_and(|w| ID_WORDS.contains(&w.as_str()))
+}
+
+fn is_enum(schema: &Value) -> bool {
+    schema.get("enum").is_some_and(|v| v.is_array())
+        || schema
+            .get("items")
+            .and_then(|i| i.get("enum"))
+            .is_some_and(|v| v.is_array())
+}
+
+/// The stemmed noun an identifier parameter refers to: the name without its identifier
+/// word (`movie_id` -> `movi`), else the path segment before the parameter (a path
+/// parameter) or the last literal segment (a query or body field).
+fn noun_of(name: &str, path: &str, in_path: bool) -> Option<String> {
+    let words = crate::text::split_identifier(name);
+    let stem_words = tokenize(&words[..words.len().saturating_sub(1)].join(" "));
+    if let Some(last) = stem_words.last() {
+        return Some(last.clone());
+    }
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let end = if in_path {
+        let marker = format!("{{{name}}}");
+        segments.iter().position(|s| *s == marker)?
+    } else {
+        segments.len()
+    };
+    segments[..end]
+        .iter()
+        .rev()
+        .find(|s| !s.starts_with('{'))
+        .and_then(|s| tokenize(s).pop())
+}
+
+/// Takes free text in a query parameter with a lookup name.
+fn is_lookup(e: &Endpoint) -> bool {
+    e.parameters.iter().any(|p| {
+        p.location == ParamLocation::Query
+            && LOOKUP_PARAMS.contains(&p.name.to_ascii_lowercase().as_str())
+            && p.schema
+                .get("type")
+                .and_then(Value::as_str)
+                .is_none_or(|t| t == "string")
+    })
+}
+
+#[cfg(test)]
+#[path = "prereq_tests.rs"]
+mod tests;

@@ -1,0 +1,201 @@
+//! `shortlist enrich` against a real LLM: SmolLM2-135M behind llama.cpp's OpenAI-compatible
+//! server on 127.0.0.1, through the real HTTP API. The model is tiny, so the assertions are
+//! about structure, schema validity, provenance and cache behaviour, never wording.
+//!
+//! Needs `./scripts/setup-test-tools.sh` (the test fails, naming it, when the venv is
+//! missing).
+
+#[path = "support/enrich_cli.rs"]
+mod enrich_cli;
+#[path = "support/llm.rs"]
+mod llm;
+
+use enrich_cli::*;
+use serde_json::Value;
+use shortlist::catalog::{enriched_path, Catalog};
+use shortlist::enrich::schema_check;
+
+/// The two endpoints of the tiny spec that lack text (the third is fully human).
+fn two_endpoint_spec() -> Value {
+    let mut s = tiny_spec();
+    s["paths"].as_object_mut().unwrap().remove("/lists");
+    s
+}
+
+const LABEL_HASH_LEN: usize = 8;
+
+#[test]
+fn smollm2_enriches_a_small_spec_end_to_end() {
+    let server = llm::LocalLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_json(dir.path(), "movies.json", &two_endpoint_spec());
+    let original = std::fs::read(&spec).unwrap();
+    let data = dir.path().join("data");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--llm-url",
+            &server.url,
+            "--llm-model",
+            llm::MODEL,
+            "--concurrency",
+            "1",
+            "--max-tokens",
+            "128",
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(spec.to_str().unwrap());
+        let r = enrich(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r
+    };
+
+    // First run: everything goes through the real HTTP API.
+    let first = run(&[]).summary();
+    assert!(first["requests"].as_u64().unwrap() >= 10, "{first}");
+    assert!(first["prompt_tokens"].as_u64().unwrap() > 0);
+    assert!(first["completion_tokens"].as_u64().unwrap() > 0);
+    let by_llm: u64 = first["by_llm"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(Value::as_u64)
+        .sum();
+    assert!(
+        by_llm > 0,
+        "the model produced at least some accepted value: {first}"
+    );
+    assert_eq!(
+        std::fs::read(&spec).unwrap(),
+        original,
+        "the original is never modified"
+    );
+    let failures: Vec<String> = serde_json::from_value(first["failures"].clone()).unwrap();
+
+    // The copy is a valid spec that the loader prefers, with provenance on every value.
+    let copy = enriched_path(&spec);
+    let doc = read_json(&copy);
+    assert_eq!(doc["openapi"], "3.0.3");
+    let c = Catalog::load_paths(std::slice::from_ref(&spec));
+    assert_eq!(c.problems, vec![]);
+    assert_eq!(c.apis[0].source, copy);
+    assert_eq!(c.endpoints.len(), 2);
+    for ep in &c.endpoints {
+        let prov = ep
+            .description_provenance
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}", ep.key()));
+        assert!(ep
+            .description
+            .as_deref()
+            .is_some_and(|d| !d.trim().is_empty()));
+        check_provenance(prov, "endpoint-description");
+        for p in &ep.parameters {
+            assert!(p.description.is_some(), "{} {}", ep.key(), p.name);
+            check_provenance(
+                p.description_provenance.as_ref().unwrap(),
+                "parameter-descriptions",
+            );
+            match &p.example {
+                Some(ex) => {
+                    let problems = schema_check::check(&p.schema, ex);
+                    assert!(
+                        problems.is_empty(),
+                        "{} {} = {ex}: {problems:?}",
+                        ep.key(),
+                        p.name
+                    );
+                    check_provenance(p.example_provenance.as_ref().unwrap(), "parameter-examples");
+                }
+                None => assert_eq!(p.name, "api_key", "only credentials go without an example"),
+            }
+        }
+        // Document expansions: written with an LLM marker, or the failure is reported.
+        let op = op(&doc, &ep.path, "get");
+        for (field, marker, task) in [
+            ("x-shortlist-summary", "summary", "endpoint-summary"),
+            ("x-shortlist-questions", "questions", "endpoint-questions"),
+        ] {
+            match op.get(field) {
+                Some(v) => {
+                    assert!(
+                        v.is_string()
+                            || v.as_array().is_some_and(|a| !a.is_empty() && a.len() <= 5)
+                    );
+                    assert_eq!(op["x-shortlist-generated"][marker]["generator"], llm::MODEL);
+                }
+                None => assert!(
+                    failures
+                        .iter()
+                        .any(|f| f.contains(&ep.path) && f.contains(task)),
+                    "{field} missing for {} without a reported failure: {failures:?}",
+                    ep.key()
+                ),
+            }
+        }
+        assert_eq!(
+            ep.generated_summary.is_some(),
+            op.get("x-shortlist-summary").is_some()
+        );
+    }
+    assert_eq!(
+        op(&doc, "/search/movie", "get")["description"],
+        "searchMovie",
+        "human text stays"
+    );
+
+    // Second run: all from the cache, nothing asked, the same copy.
+    let bytes = std::fs::read(&copy).unwrap();
+    let second = run(&[]).summary();
+    assert_eq!(second["requests"], 0, "{second}");
+    assert_eq!(second["prompt_tokens"], 0);
+    assert!(second["cache_hits"].as_u64().unwrap() >= 5);
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        bytes,
+        "a re-run reproduces the copy exactly"
+    );
+
+    // An edited template regenerates what it writes, and only that.
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir(&prompts).unwrap();
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/enrich-prompts/endpoint-summary.txt"
+    ))
+    .unwrap();
+    std::fs::write(
+        prompts.join("endpoint-summary.txt"),
+        format!("{base}Keep it under twenty words.\n"),
+    )
+    .unwrap();
+    let third = run(&["--prompts", prompts.to_str().unwrap()]).summary();
+    let asked = third["requests"].as_u64().unwrap();
+    assert!(
+        (2..=4).contains(&asked),
+        "one summary per endpoint (plus corrections): {third}"
+    );
+    assert_eq!(
+        third["cache_hits"].as_u64(),
+        second["cache_hits"].as_u64().map(|n| n - 2),
+        "{third}"
+    );
+}
+
+/// A marker names its generator, and for the LLM, the template with its version hash.
+fn check_provenance(p: &shortlist::catalog::Provenance, template: &str) {
+    assert_eq!(p.date.len(), 10, "{p:?}");
+    match p.generator.as_str() {
+        "heuristic" => assert_eq!(p.template, ""),
+        llm::MODEL => {
+            let (name, hash) = p
+                .template
+                .split_once('@')
+                .unwrap_or_else(|| panic!("{p:?}"));
+            assert_eq!((name, hash.len()), (template, LABEL_HASH_LEN), "{p:?}");
+        }
+        other => panic!("unexpected generator {other}"),
+    }
+}

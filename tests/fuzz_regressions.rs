@@ -1,0 +1,118 @@
+//! Inputs that made a fuzz target (fuzz/, see docs/fuzzing.md) fail, fed through the same
+//! code path as plain tests, so the bug they found stays fixed without cargo fuzz.
+//!
+//! Each test names the target, the crash artifact and the invariant that failed.
+
+use serde_json::{json, Value};
+use shortlist::catalog::normalize::normalize;
+use shortlist::catalog::resolve::{ref_of, Resolver};
+use std::path::Path;
+
+/// The check `ref_resolve` makes on every inlined schema: no `$ref` is left to follow
+/// (the catalog promises self-contained endpoints).
+fn assert_no_ref(v: &Value, at: &str) {
+    match v {
+        Value::Object(m) => {
+            assert!(ref_of(v).is_none(), "unresolved $ref left at {at}: {v}");
+            for (k, c) in m {
+                assert_no_ref(c, &format!("{at}/{k}"));
+            }
+        }
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                assert_no_ref(c, &format!("{at}/{i}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `ref_resolve`, crash-bba998519f663b8db5cd2da2312af0b9561fdb20 (8 bytes, found from an
+/// empty corpus within a minute): keys next to a `$ref` were copied onto the resolved
+/// schema as written, so a `$ref` inside them (`items`, `properties`, `allOf`, ...) was
+/// never followed and reached the tool schema as a dangling reference (which strict_schema
+/// then dropped, leaving `items: {}`). The same held for the keys of a dangling `$ref`.
+#[test]
+fn refs_inside_keys_next_to_a_ref_are_inlined() {
+    // The generated document of the crash, reduced to what matters.
+    let doc = json!({
+        "openapi": "3.1.0",
+        "info": {"title": "fuzz", "version": "1"},
+        "paths": {"/r0": {"post": {
+            "requestBody": {"content": {"application/json": {"schema":
+                {"$ref": "#/components/schemas/S0"}}}},
+            "responses": {"200": {"description": "ok"}}}}},
+        "components": {"schemas": {
+            "S0": {"$ref": "#/components/schemas/S1",
+                   "items": {"$ref": "#/components/schemas/S0", "description": "sibling description"}},
+            "S1": {"type": "string"},
+            "Leaf": {"type": "integer"},
+            "Dangling": {"$ref": "#/components/schemas/Missing",
+                         "properties": {"x": {"$ref": "#/components/schemas/Leaf"}}}}}
+    });
+    let path = Path::new("/nonexistent/fuzz/spec.json");
+    let mut res = Resolver::new(path, doc.clone());
+    for name in ["S0", "Dangling"] {
+        let schema = &doc["components"]["schemas"][name];
+        for budget in [0, 300, 1500] {
+            let out = res.inline_schema(0, schema, "#/fuzz", budget);
+            assert_no_ref(&out, name);
+        }
+    }
+    // What the siblings now resolve to.
+    let out = res.inline_schema(0, &json!({"$ref": "#/components/schemas/S0"}), "#", 1500);
+    assert_eq!(
+        out,
+        json!({"type": "string", "items": {"description": "(recursive: S0)"}})
+    );
+    let direct = res.inline_schema(0, &doc["components"]["schemas"]["S0"], "#", 1500);
+    assert_eq!(direct["items"]["type"], "string");
+    assert_eq!(direct["items"]["description"], "sibling description");
+    let dangling = res.inline_schema(0, &doc["components"]["schemas"]["Dangling"], "#", 300);
+    assert_eq!(dangling, json!({"properties": {"x": {"type": "integer"}}}));
+
+    let n = normalize(path, "fuzz", doc).expect("normalizes");
+    let body = n.endpoints[0].request_body.as_ref().expect("has a body");
+    assert_no_ref(&body.schema, "body");
+    assert_eq!(body.schema, out);
+}
+
+/// `ref_resolve`, slow units rather than a crash: the corpus ran at 7 executions a second
+/// (170 ms each, nearly all of it copying). Every `$ref` the inliner met was resolved to a
+/// full copy of its target before anything else happened, even when the target was
+/// already being expanded (and became a two-key placeholder) or the budget had run out.
+/// A schema with many properties pointing back at itself (or at `#`, the whole document)
+/// therefore cost refs x target-size copies per schema: a few hundred KB of spec took
+/// minutes to load. The node budget bounds the output, not the copying.
+#[test]
+fn refs_to_a_big_schema_are_not_copied_per_use() {
+    let mut props = serde_json::Map::new();
+    for i in 0..1000 {
+        props.insert(format!("p{i}"), json!({"$ref": "#/components/schemas/Big"}));
+    }
+    let mut paths = serde_json::Map::new();
+    for i in 0..40 {
+        paths.insert(
+            format!("/r{i}"),
+            json!({"post": {
+                "requestBody": {"content": {"application/json": {"schema":
+                    {"$ref": "#/components/schemas/Big"}}}},
+                "parameters": [{"name": "q", "in": "query", "schema": {"$ref": "#"}}],
+                "responses": {"200": {"description": "ok", "content": {"application/json":
+                    {"schema": {"$ref": "#/components/schemas/Big"}}}}}}}),
+        );
+    }
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "big", "version": "1"},
+        "paths": paths,
+        "components": {"schemas": {"Big": {"type": "object", "properties": props}}}
+    });
+    let start = std::time::Instant::now();
+    let n = normalize(Path::new("/nonexistent/fuzz/spec.json"), "fuzz", doc).expect("loads");
+    let took = start.elapsed();
+    assert_eq!(n.endpoints.len(), 40);
+    let body = &n.endpoints[0].request_body.as_ref().expect("body").schema;
+    assert_eq!(body["properties"]["p0"]["description"], "(recursive: Big)");
+    assert!(took.as_secs_f64() < 5.0, "loading took {took:?}");
+}
