@@ -10,4 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Two cores: keep the ONNX Runtime and the test harness from oversubscribing them.
 export SHORTLIST_EMBED_THREADS="${SHORTLIST_EMBED_THREADS:-1}"
-cargo test --all-targets --locked "$@"
+# Library, binaries and integration tests. Not `--all-targets`: it selects the benches too,
+# and a `harness = false` bench run as a test is the whole benchmark.
+cargo test --lib --bins --tests --locked "$@"
