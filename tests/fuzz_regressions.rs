@@ -3,10 +3,20 @@
 //!
 //! Each test names the target, the crash artifact and the invariant that failed.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use shortlist::catalog::normalize::normalize;
 use shortlist::catalog::resolve::{ref_of, Resolver};
+use shortlist::catalog::{Catalog, CatalogConfig};
+use shortlist::invoke::auth::Credentials;
+use shortlist::invoke::request::build_request;
+use shortlist::invoke::validate;
 use std::path::Path;
+
+/// The example catalog `invoke_args` loads at start-up.
+fn example_catalog() -> Catalog {
+    let toml = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs/catalog.toml");
+    Catalog::load(&CatalogConfig::load(&toml).expect("catalogs/catalog.toml loads"))
+}
 
 /// The check `ref_resolve` makes on every inlined schema: no `$ref` is left to follow
 /// (the catalog promises self-contained endpoints).
@@ -115,4 +125,27 @@ fn refs_to_a_big_schema_are_not_copied_per_use() {
     let body = &n.endpoints[0].request_body.as_ref().expect("body").schema;
     assert_eq!(body["properties"]["p0"]["description"], "(recursive: Big)");
     assert!(took.as_secs_f64() < 5.0, "loading took {took:?}");
+}
+
+/// `invoke_args`, crash-d55a4734fb4a9fe465a3cc7125b19f612442a722 (3 bytes, first minute):
+/// with a `base_url` that carries credentials as user info, the request's `display_url`
+/// (the URL shown in error messages, logs and hence to the model) kept `user:pw@`,
+/// although it exists precisely to show the URL without credentials.
+#[test]
+fn display_url_hides_user_info() {
+    let cat = example_catalog();
+    let ep = cat
+        .endpoint("spotify__get-current-users-profile")
+        .expect("GET /me is in the example catalog");
+    let mut cfg = cat.api_config(&ep.api).expect("spotify config").clone();
+    cfg.base_url = Some("https://user:pw@api.example.com:8443/v1/x?k=1".into());
+    let valid = validate(ep, &Map::new()).expect("GET /me takes no arguments");
+    let req = build_request(ep, Some(&cfg), &valid, &Credentials::default()).expect("builds");
+    // The request itself still carries the user info: sending it is the config's call.
+    assert_eq!(
+        req.url.as_str(),
+        "https://user:pw@api.example.com:8443/v1/x/me?k=1"
+    );
+    assert_eq!(req.display_url, "https://api.example.com:8443/v1/x/me");
+    assert!(!format!("{req:?}").contains("pw"), "{req:?}");
 }

@@ -240,7 +240,7 @@ pub fn ref_resolve(data: &[u8]) {
     }
     // And the whole spec through normalization, which resolves parameters, bodies and
     // response schemas of every operation.
-    if let Ok(mut n) = normalize::normalize(&path, "fuzz", doc) {
+    if let Ok(n) = normalize::normalize(&path, "fuzz", doc) {
         // (Tool names and schemas are spec_load's business.)
         for ep in &n.endpoints {
             for p in &ep.parameters {

@@ -44,7 +44,7 @@ pub struct PreparedRequest {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Option<EncodedBody>,
     /// `scheme://host[:port]/path`: the URL without its query (which may hold an API
-    /// key), for messages and logs.
+    /// key) and user info, for messages and logs.
     pub display_url: String,
 }
 
@@ -174,6 +174,11 @@ pub fn build_request(
     }
     let mut shown = url.clone();
     shown.set_query(None);
+    // A base URL may carry credentials as user info (`https://user:pw@host`); the shown
+    // URL reaches error messages, logs and the model. (Only fails for URLs without a
+    // host, which base_url refuses.)
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
     Ok(PreparedRequest {
         method: ep.method,
         url,
