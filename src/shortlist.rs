@@ -60,6 +60,9 @@ pub struct Options {
     pub clause_after: usize,
     /// Add the endpoints that produce the identifiers shortlisted endpoints need.
     pub expand: bool,
+    /// When the query names something, the scores of reads that need no identifier and
+    /// look nothing up are multiplied by this (1 leaves them alone).
+    pub name_list_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -69,15 +72,16 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             retrieval: Retrieval::Hybrid,
-            fusion: Fusion::Rrf,
+            fusion: Fusion::Score,
             rrf_k: 60.0,
             dense_weight: 0.5,
             split: false,
-            clauses: false,
+            clauses: true,
             part_weight: 1.0,
             clause_top: 1,
-            clause_after: 3,
-            expand: false,
+            clause_after: 2,
+            expand: true,
+            name_list_weight: 0.7,
             cut: None,
         }
     }
@@ -91,9 +95,20 @@ pub struct Hit {
     /// Higher is better; comparable within one result list only. Never increases down a
     /// list.
     pub score: f32,
-    /// Set when the endpoint was added because the endpoint at this position needs an
-    /// identifier it produces.
-    pub prerequisite_of: Option<usize>,
+    /// Why it is in the list.
+    pub source: Source,
+}
+
+/// Why an endpoint is in a result list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Ranked for the query (or one of its task parts).
+    Query,
+    /// The best match of one phrase of a chained request.
+    Phrase,
+    /// Produces an identifier that the endpoint at this index position needs.
+    Prerequisite(usize),
 }
 
 /// Ranking failed.
@@ -220,38 +235,55 @@ impl Shortlister {
             scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
         }
         let clauses = scored.split_off(parts);
+        if self.options.name_list_weight != 1.0 && expand::names_something(query) {
+            for sc in scored.iter_mut() {
+                self.weigh_lists(sc);
+            }
+        }
         let (rank_score, confidence) = combine(&scored, &allowed, &self.options);
-        let mut order = fusion::order(&rank_score, &allowed);
+        let mut hits: Vec<Hit> = fusion::order(&rank_score, &allowed)
+            .into_iter()
+            .map(|p| Hit {
+                position: p,
+                score: rank_score[p],
+                source: Source::Query,
+            })
+            .collect();
         if !clauses.is_empty() {
             let tops: Vec<Vec<usize>> = clauses
                 .iter()
                 .map(|c| fusion::order(&c.rank_score, &allowed))
                 .collect();
-            order = intents::insert_tops(
-                &order,
+            hits = intents::insert_tops(
+                hits,
                 &tops,
                 self.options.clause_top,
                 self.options.clause_after,
             );
         }
-        let hits: Vec<Hit> = if self.options.expand {
+        if self.options.expand {
             let names = expand::names_something(query);
-            expand::expand(&order, &rank_score, &self.graph, &allowed, names)
-        } else {
-            order
-                .iter()
-                .map(|&p| Hit {
-                    position: p,
-                    score: rank_score[p],
-                    prerequisite_of: None,
-                })
-                .collect()
-        };
-        let hits = match self.options.cut {
-            Some(ratio) => cut::cut(hits, &confidence, ratio),
-            None => hits,
-        };
+            hits = expand::expand(&hits, &self.graph, &allowed, names);
+        }
+        if let Some(ratio) = self.options.cut {
+            hits = cut::cut(hits, &confidence, ratio);
+        }
         Ok(cut::monotone(hits))
+    }
+
+    /// Multiplies the scores of reads that need no identifier and look nothing up (lists
+    /// such as `/movie/popular`, `/tv/latest`) by `name_list_weight`: when the query names
+    /// something, that thing has to be looked up first, and what follows acts on it by
+    /// identifier, so such a list is rarely a step of the task.
+    fn weigh_lists(&self, scored: &mut Scored) {
+        let w = self.options.name_list_weight.clamp(0.0, 1.0);
+        for i in 0..scored.rank_score.len() {
+            let e = self.endpoint(i);
+            if e.method.is_safe() && self.graph.needs(i).is_empty() && !self.graph.is_lookup(i) {
+                scored.rank_score[i] *= w;
+                scored.confidence[i] *= w;
+            }
+        }
     }
 
     /// Scores of one text: dense, lexical or both fused.

@@ -71,6 +71,10 @@ pub struct EvalArgs {
     /// Add endpoints that produce the identifiers of shortlisted ones (true/false).
     #[arg(long, value_name = "BOOL")]
     pub expand: Option<bool>,
+    /// When the query names something, weight of reads that need no identifier and look
+    /// nothing up (1: no change).
+    #[arg(long, value_name = "W")]
+    pub name_list_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -128,6 +132,7 @@ impl EvalArgs {
             clause_top: self.clause_top.unwrap_or(d.clause_top),
             clause_after: self.clause_after.unwrap_or(d.clause_after),
             expand: self.expand.unwrap_or(d.expand),
+            name_list_weight: self.name_list_weight.unwrap_or(d.name_list_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

@@ -46,6 +46,9 @@ pub fn describe(r: &SettingReport) -> String {
             o.clause_top, o.clause_after
         );
     }
+    if o.name_list_weight != 1.0 {
+        let _ = write!(s, " name-list-weight={}", o.name_list_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");
@@ -213,7 +216,7 @@ mod tests {
             miss.contains("MISS cut  x GET /c") && miss.contains("GET /a | +GET /b"),
             "{miss}"
         );
-        assert!(text(&report).contains("variant=relevant retrieval=hybrid"));
+        assert!(text(&report).contains("variant=full retrieval=hybrid"));
         let j = json(&[report], true);
         assert_eq!(j["settings"][0]["per_query"][0]["id"], "q1");
     }

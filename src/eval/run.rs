@@ -106,7 +106,7 @@ pub struct QueryOutcome {
     pub gold: Vec<String>,
     /// What was returned, up to the largest k, as qualified keys.
     pub returned: Vec<String>,
-    /// Which of `returned` were added as prerequisites.
+    /// Which of `returned` were added as phrase matches or prerequisites.
     pub added: Vec<bool>,
     /// 1-based rank of each gold endpoint in the full ranking (`None`: cut off).
     pub gold_ranks: Vec<Option<usize>>,
@@ -184,7 +184,10 @@ pub fn run_setting(
                 .collect(),
             gold: case.gold.iter().map(|&g| key(g)).collect(),
             returned: top.iter().map(|h| key(h.position)).collect(),
-            added: top.iter().map(|h| h.prerequisite_of.is_some()).collect(),
+            added: top
+                .iter()
+                .map(|h| h.source != crate::shortlist::Source::Query)
+                .collect(),
             id: case.id,
             query: case.query,
             source: case.source,

@@ -41,12 +41,14 @@ pub enum DocVariant {
     /// API title, method, path, operationId words, summary, the description's first
     /// section, generated summary and questions, parameter names (no parameter
     /// descriptions) and the distinctive response fields.
-    #[default]
     Relevant,
     /// `Relevant` plus parameter descriptions.
     WithParams,
     /// The whole operation (parameters with types and descriptions, request body property
-    /// names, every response field) without examples.
+    /// names, every response field) without examples. The default: measured best on
+    /// RestBench at k = 10 (docs/results.md), as Pesl et al. found for "endpoint split,
+    /// examples removed".
+    #[default]
     Full,
     /// `Full` with parameter examples.
     FullExamples,

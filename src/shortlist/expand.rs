@@ -8,7 +8,7 @@
 //! because a name is what lookups take and identifiers are what they give.
 
 use super::prereq::{Evidence, Graph, Need};
-use super::Hit;
+use super::{Hit, Source};
 
 /// How many producer steps are followed from one retrieved endpoint.
 const MAX_CHAIN: usize = 2;
@@ -16,33 +16,24 @@ const MAX_CHAIN: usize = 2;
 /// its own right.
 const OWN_TOP: usize = 8;
 
-/// Inserts, right after each endpoint of `order` (positions, best first), the producers of
-/// the identifiers it needs that no endpoint placed so far produces. Producers are expanded
+/// Inserts, right after each endpoint of `hits` (best first), the producers of the
+/// identifiers it needs that no endpoint placed so far produces. Producers are expanded
 /// in turn (track -> album -> artist), each endpoint appears once, and an inserted endpoint
 /// carries its consumer's score.
-pub fn expand(
-    order: &[usize],
-    scores: &[f32],
-    graph: &Graph,
-    allowed: &[bool],
-    names: bool,
-) -> Vec<Hit> {
+pub fn expand(hits: &[Hit], graph: &Graph, allowed: &[bool], names: bool) -> Vec<Hit> {
     let mut rank = vec![usize::MAX; allowed.len()];
-    for (r, &p) in order.iter().enumerate() {
-        rank[p] = r;
+    for (r, h) in hits.iter().enumerate() {
+        rank[h.position] = r;
     }
     let mut placed = vec![false; allowed.len()];
-    let mut out: Vec<Hit> = Vec::with_capacity(order.len());
-    for &p in order {
+    let mut out: Vec<Hit> = Vec::with_capacity(hits.len());
+    for hit in hits {
+        let p = hit.position;
         if placed[p] {
             continue;
         }
         placed[p] = true;
-        out.push(Hit {
-            position: p,
-            score: scores[p],
-            prerequisite_of: None,
-        });
+        out.push(*hit);
         // Depth-first, so a producer's own producer follows it directly.
         let mut stack = vec![(p, 0usize)];
         while let Some((consumer, depth)) = stack.pop() {
@@ -56,7 +47,7 @@ pub fn expand(
                 }
                 let choice = pick(need, graph, &rank, allowed);
                 let lookup = if names {
-                    best_lookup(consumer, need, graph, &rank, allowed)
+                    best_lookup(need, graph, &rank, allowed)
                 } else {
                     None
                 };
@@ -76,8 +67,8 @@ pub fn expand(
             for &q in &picked {
                 out.push(Hit {
                     position: q,
-                    score: scores[consumer],
-                    prerequisite_of: Some(consumer),
+                    score: hit.score,
+                    source: Source::Prerequisite(consumer),
                 });
             }
             stack.extend(picked.into_iter().rev().map(|q| (q, depth + 1)));
@@ -98,41 +89,54 @@ fn pick(need: &Need, graph: &Graph, rank: &[usize], allowed: &[bool]) -> Option<
     }
 }
 
-/// The best-ranked lookup among the need's producers, else among all lookups of the
-/// consumer's API, unless one of those is placed already.
-fn best_lookup(
-    consumer: usize,
-    need: &Need,
-    graph: &Graph,
-    rank: &[usize],
-    allowed: &[bool],
-) -> Option<usize> {
-    let own = need
-        .producers
+/// The best-ranked lookup among the need's producers.
+fn best_lookup(need: &Need, graph: &Graph, rank: &[usize], allowed: &[bool]) -> Option<usize> {
+    need.producers
         .iter()
         .copied()
         .filter(|&q| allowed[q] && graph.is_lookup(q))
-        .min_by_key(|&q| rank[q]);
-    own.or_else(|| {
-        (0..allowed.len())
-            .filter(|&q| {
-                allowed[q] && q != consumer && graph.is_lookup(q) && graph.same_api(q, consumer)
-            })
-            .min_by_key(|&q| rank[q])
-    })
+        .min_by_key(|&q| rank[q])
 }
 
-/// Whether a query names something by name: a quoted phrase, or a capitalised word that
-/// does not start a sentence (`I` excepted). Names are what lookup endpoints take.
+/// Words after which a name is given rather than looked up ("a playlist *called* X",
+/// "*name it* X", "rename it *as* X").
+const GIVES_NAME: &[&str] = &["called", "named", "titled", "name", "it", "as"];
+
+/// Whether a query names something that has to be looked up: a quoted phrase or a
+/// capitalised word that does not start a sentence (`I` excepted). Names are what lookup
+/// endpoints take. A name being given (`called 'Current'`) or owned (`my 'My Rock'
+/// playlist`, `My Music`) is not looked up: it is created, or found among the user's own.
 pub fn names_something(query: &str) -> bool {
-    if query.contains('"') || query.contains('“') || query.matches('\'').count() >= 2 {
-        return true;
-    }
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
     let mut sentence_start = true;
-    for w in query.split_whitespace() {
+    for (i, w) in words.iter().enumerate() {
         let word = w.trim_matches(|c: char| !c.is_alphanumeric());
-        let capital = word.chars().next().is_some_and(char::is_uppercase);
-        if capital && !sentence_start && word != "I" && !word.starts_with("I'") {
+        let quoted = w.starts_with(['"', '“', '\'', '‘']);
+        let capital = word.chars().next().is_some_and(char::is_uppercase)
+            && !sentence_start
+            && word != "I"
+            && !word.starts_with("I'");
+        let starts_name = quoted || capital;
+        let previous = if i > 0 {
+            bare(words[i - 1])
+        } else {
+            String::new()
+        };
+        let continues = i > 0 && starts_name && {
+            let p = words[i - 1];
+            let p_word = p.trim_matches(|c: char| !c.is_alphanumeric());
+            p_word.chars().next().is_some_and(char::is_uppercase) && !p.ends_with(['.', '?', '!'])
+        };
+        if starts_name
+            && !continues
+            && !GIVES_NAME.contains(&previous.as_str())
+            && previous != "my"
+            && bare(word) != "my"
+        {
             return true;
         }
         sentence_start = w.ends_with(['.', '?', '!', ':']);
@@ -150,11 +154,20 @@ mod tests {
         assert!(names_something(
             "what is the release date of \"the matrix\""
         ));
-        assert!(names_something("rename it to 'Love Mariah' please"));
+        assert!(names_something(
+            "Add Summertime Sadness by Lana Del Rey in my first playlist"
+        ));
         assert!(!names_something(
             "Who directed the top-1 rated movie? Tell me."
         ));
         assert!(!names_something("I want what I'm playing now"));
+        assert!(!names_something("Make a new playlist called 'Current'"));
+        assert!(!names_something(
+            "Delete all music from my 'My R&B' playlist"
+        ));
+        assert!(!names_something(
+            "Put the song now being played into My Music"
+        ));
         assert!(!names_something(""));
     }
 }

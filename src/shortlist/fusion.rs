@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
     /// Reciprocal rank fusion: the sum of `1 / (rrf_k + rank)`.
-    #[default]
     Rrf,
-    /// A weighted sum of min-max rescaled scores.
+    /// A weighted sum of min-max rescaled scores: measured better than RRF on RestBench,
+    /// because it keeps how far ahead the best matches are.
+    #[default]
     Score,
 }
 

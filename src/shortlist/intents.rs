@@ -7,6 +7,7 @@
 //! and a part must keep at least two content words, so "rock and roll" or "Simon and
 //! Garfunkel" do not become tasks.
 
+use super::{Hit, Source};
 use crate::index::lexical::tokenize;
 
 /// Phrases that separate tasks, matched case-insensitively on word boundaries. Longer
@@ -101,52 +102,71 @@ const LINKS: &[&str] = &[
 /// movie lookup), which the whole sentence's single embedding blurs. Empty when the query
 /// is a single phrase.
 pub fn clauses(query: &str) -> Vec<String> {
-    let lower = query.to_lowercase();
-    if lower.len() != query.len() {
-        return Vec::new();
-    }
-    let mut parts: Vec<String> = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    while i < lower.len() {
-        match LINKS.iter().find(|s| lower[i..].starts_with(**s)) {
-            Some(s) if query.is_char_boundary(i) => {
-                parts.push(query[start..i].trim().to_string());
-                i += s.len();
-                start = i;
-            }
-            _ => i += lower[i..].chars().next().map_or(1, char::len_utf8),
-        }
-    }
-    parts.push(query[start..].trim().to_string());
+    let spans = clause_spans(query);
     let mut out: Vec<String> = Vec::new();
-    for p in parts {
-        if !tokenize(&p).is_empty() && !out.contains(&p) {
-            out.push(p);
+    let mut push = |p: &str| {
+        let p = p.trim();
+        if !tokenize(p).is_empty() && !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
         }
+    };
+    for &(a, b) in &spans {
+        push(&query[a..b]);
     }
-    if out.len() < 2 {
+    if spans.len() < 2 {
         Vec::new()
     } else {
         out
     }
 }
 
-/// `order` with the first `top` endpoints of each of `tops` (rankings of the phrases, in
+/// Byte ranges of the phrases of `query` (see [`clauses`]), links excluded.
+fn clause_spans(query: &str) -> Vec<(usize, usize)> {
+    let lower = query.to_lowercase();
+    if lower.len() != query.len() {
+        return Vec::new();
+    }
+    let mut spans = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < lower.len() {
+        match LINKS.iter().find(|s| lower[i..].starts_with(**s)) {
+            Some(s) if query.is_char_boundary(i) => {
+                spans.push((start, i));
+                i += s.len();
+                start = i;
+            }
+            _ => i += lower[i..].chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    spans.push((start, query.len()));
+    spans.retain(|&(a, b)| !tokenize(&query[a..b]).is_empty());
+    spans
+}
+
+/// `hits` with the first `top` endpoints of each of `tops` (rankings of the phrases, in
 /// query order) moved to just after its first `after` endpoints, unless already there.
-pub fn insert_tops(order: &[usize], tops: &[Vec<usize>], top: usize, after: usize) -> Vec<usize> {
-    let head = &order[..after.min(order.len())];
-    let mut out: Vec<usize> = head.to_vec();
+pub fn insert_tops(hits: Vec<Hit>, tops: &[Vec<usize>], top: usize, after: usize) -> Vec<Hit> {
+    let score = |p: usize| {
+        hits.iter()
+            .find(|h| h.position == p)
+            .map_or(0.0, |h| h.score)
+    };
+    let mut out: Vec<Hit> = hits.iter().take(after).copied().collect();
     for t in tops {
         for &p in t.iter().take(top) {
-            if !out.contains(&p) {
-                out.push(p);
+            if !out.iter().any(|h| h.position == p) {
+                out.push(Hit {
+                    position: p,
+                    score: score(p),
+                    source: Source::Phrase,
+                });
             }
         }
     }
-    for &p in order {
-        if !out.contains(&p) {
-            out.push(p);
+    for h in &hits {
+        if !out.iter().any(|o| o.position == h.position) {
+            out.push(*h);
         }
     }
     out
@@ -184,13 +204,22 @@ mod tests {
 
     #[test]
     fn phrase_tops_follow_the_head() {
-        let order = [0, 1, 2, 3, 4, 5];
+        let hits: Vec<Hit> = (0..6)
+            .map(|p| Hit {
+                position: p,
+                score: 1.0,
+                source: Source::Query,
+            })
+            .collect();
+        let order = |h: Vec<Hit>| h.iter().map(|h| h.position).collect::<Vec<_>>();
+        let out = insert_tops(hits.clone(), &[vec![5, 4], vec![1, 3]], 1, 2);
+        assert_eq!(order(out.clone()), [0, 1, 5, 2, 3, 4]);
+        assert_eq!(out[2].source, Source::Phrase);
         assert_eq!(
-            insert_tops(&order, &[vec![5, 4], vec![1, 3]], 1, 2),
-            [0, 1, 5, 2, 3, 4]
+            order(insert_tops(hits.clone(), &[vec![5, 4]], 2, 9)),
+            [0, 1, 2, 3, 4, 5]
         );
-        assert_eq!(insert_tops(&order, &[vec![5, 4]], 2, 9), order);
-        assert_eq!(insert_tops(&[], &[vec![1]], 1, 3), [1]);
+        assert!(insert_tops(Vec::new(), &[vec![1]], 1, 3)[0].source == Source::Phrase);
     }
 
     #[test]
