@@ -31,6 +31,7 @@ use crate::index::lexical::tokenize;
 use once_cell::sync::Lazy;
 use regex::Regex;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Words that mark a parameter as an identifier.
 const ID_WORDS: &[&str] = &["id", "ids", "uri", "uris", "uuid", "guid", "key", "slug"];
@@ -89,12 +90,18 @@ impl Graph {
             .zip(&facts)
             .map(|(e, f)| f.returns_ids && is_lookup(e))
             .collect();
-        let needs = (0..endpoints.len())
-            .map(|i| needs_of(i, endpoints, &facts, &lookup))
-            .collect();
-        let depth = endpoints
+        let depth: Vec<usize> = endpoints
             .iter()
             .map(|e| e.path.split('/').filter(|s| !s.is_empty()).count())
+            .collect();
+        let pools = pools(endpoints, &facts, &lookup);
+        let needs = endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match pools.get(e.api.as_str()) {
+                Some(pool) => needs_of(i, endpoints, &facts, pool, &depth),
+                None => Vec::new(),
+            })
             .collect();
         Graph {
             needs,
@@ -223,15 +230,80 @@ fn push_need(needs: &mut Vec<(String, Option<String>)>, name: &str, noun: Option
     }
 }
 
+/// At most this many producers are kept per need. Real APIs stay far below it; in a huge
+/// API (thousands of search endpoints) the most general ones are kept, so the graph stays
+/// proportional to the catalog rather than to its square.
+const MAX_PRODUCERS: usize = 64;
+
+/// One API's endpoints that can produce identifiers (they return some and are safe to
+/// call), indexed by what would make them a producer, so that finding a need's producers
+/// costs the size of the answer rather than a scan of the catalog.
+#[derive(Default)]
+struct Pool<'a> {
+    /// `(method, path)` -> position, for descriptions that name an endpoint (any endpoint).
+    by_key: HashMap<(&'a str, &'a str), usize>,
+    /// Response field name -> producers carrying it.
+    by_field: HashMap<&'a str, Vec<usize>>,
+    /// Stemmed noun -> producers about it.
+    by_about: HashMap<&'a str, Vec<usize>>,
+    /// Stemmed word -> producers whose summary or operationId names it.
+    by_mention: HashMap<&'a str, Vec<usize>>,
+    /// Producers that look things up by free text.
+    lookups: Vec<usize>,
+}
+
+/// The pools of every API, keyed by API id.
+fn pools<'a>(
+    endpoints: &'a [Endpoint],
+    facts: &'a [Facts],
+    lookup: &[bool],
+) -> HashMap<&'a str, Pool<'a>> {
+    let mut pools: HashMap<&str, Pool> = HashMap::new();
+    for (j, e) in endpoints.iter().enumerate() {
+        let pool = pools.entry(e.api.as_str()).or_default();
+        pool.by_key
+            .entry((e.method.as_str(), e.path.as_str()))
+            .or_insert(j);
+        let f = &facts[j];
+        if !(f.returns_ids && e.method.is_safe()) {
+            continue;
+        }
+        let mut fields: Vec<&str> = e.response_fields.iter().map(String::as_str).collect();
+        fields.sort_unstable();
+        fields.dedup();
+        for x in fields {
+            pool.by_field.entry(x).or_default().push(j);
+        }
+        for t in &f.about {
+            pool.by_about.entry(t.as_str()).or_default().push(j);
+        }
+        let mut mentions: Vec<&str> = f.mentions.iter().map(String::as_str).collect();
+        mentions.sort_unstable();
+        mentions.dedup();
+        for t in mentions {
+            pool.by_mention.entry(t).or_default().push(j);
+        }
+        if lookup[j] {
+            pool.lookups.push(j);
+        }
+    }
+    pools
+}
+
 /// The needs of endpoint `i` with their producers.
-fn needs_of(i: usize, endpoints: &[Endpoint], facts: &[Facts], lookup: &[bool]) -> Vec<Need> {
+fn needs_of(
+    i: usize,
+    endpoints: &[Endpoint],
+    facts: &[Facts],
+    pool: &Pool,
+    depth: &[usize],
+) -> Vec<Need> {
     let e = &endpoints[i];
-    let same_api = |j: usize| j != i && endpoints[j].api == e.api;
     // What is added to a collection comes from elsewhere: listing the collection itself
     // (`GET /me/albums` for `PUT /me/albums`) produces what is already there, which is
     // what a removal needs but not an addition.
     let adds = matches!(e.method, Method::Post | Method::Put | Method::Patch);
-    let eligible = |j: usize| same_api(j) && !(adds && endpoints[j].path == e.path);
+    let eligible = |j: usize| j != i && !(adds && endpoints[j].path == e.path);
     let mut out: Vec<Need> = Vec::new();
     // Tier 0: endpoints the description names.
     let text = [e.summary.as_deref(), e.description.as_deref()];
@@ -240,9 +312,11 @@ fn needs_of(i: usize, endpoints: &[Endpoint], facts: &[Facts], lookup: &[bool]) 
         .flatten()
         .flat_map(|t| ENDPOINT_REF.captures_iter(t))
     {
-        let named = (0..endpoints.len()).find(|&j| {
-            same_api(j) && endpoints[j].method.as_str() == &caps[1] && endpoints[j].path == caps[2]
-        });
+        let named = pool
+            .by_key
+            .get(&(&caps[1], &caps[2]))
+            .copied()
+            .filter(|&j| j != i);
         if let Some(j) = named {
             out.push(Need {
                 param: endpoints[j].key(),
@@ -252,34 +326,51 @@ fn needs_of(i: usize, endpoints: &[Endpoint], facts: &[Facts], lookup: &[bool]) 
             });
         }
     }
+    let none: &[usize] = &[];
+    let listed = |map: &HashMap<&str, Vec<usize>>, key: &str| -> Vec<usize> {
+        map.get(key).map_or(none, Vec::as_slice).to_vec()
+    };
     for (param, noun) in &facts[i].needs {
-        let candidates = |test: &dyn Fn(usize) -> bool| -> Vec<usize> {
-            (0..endpoints.len())
-                .filter(|&j| eligible(j) && facts[j].returns_ids && test(j))
-                .collect()
-        };
         let n = noun.as_deref();
-        let tiers: [(Evidence, Vec<usize>); 3] = [
-            (
-                Evidence::About,
-                candidates(&|j| {
-                    let f = &facts[j];
-                    let names_param =
-                        param.len() > 3 && endpoints[j].response_fields.iter().any(|x| x == param);
-                    names_param
-                        || n.is_some_and(|n| f.about.iter().any(|t| t == n) && !f.needs_noun(n))
-                }),
-            ),
-            (
-                Evidence::Mentioned,
-                candidates(&|j| {
-                    let f = &facts[j];
-                    n.is_some_and(|n| f.mentions.iter().any(|t| t == n) && !f.needs_noun(n))
-                }),
-            ),
-            (Evidence::Lookup, candidates(&|j| lookup[j])),
+        let about = {
+            let mut v = if param.len() > 3 {
+                listed(&pool.by_field, param)
+            } else {
+                Vec::new()
+            };
+            if let Some(n) = n {
+                v.extend(
+                    listed(&pool.by_about, n)
+                        .into_iter()
+                        .filter(|&j| !facts[j].needs_noun(n)),
+                );
+            }
+            v
+        };
+        let mentioned = n.map_or_else(Vec::new, |n| {
+            listed(&pool.by_mention, n)
+                .into_iter()
+                .filter(|&j| !facts[j].needs_noun(n))
+                .collect()
+        });
+        let tiers = [
+            (Evidence::About, about),
+            (Evidence::Mentioned, mentioned),
+            (Evidence::Lookup, pool.lookups.clone()),
         ];
-        if let Some((evidence, producers)) = tiers.into_iter().find(|(_, p)| !p.is_empty()) {
+        let found = tiers.into_iter().find_map(|(evidence, mut producers)| {
+            producers.retain(|&j| eligible(j));
+            producers.sort_unstable();
+            producers.dedup();
+            if producers.len() > MAX_PRODUCERS {
+                // Keep the most general: needing nothing, then shallow, then first.
+                producers.sort_by_key(|&j| (!facts[j].needs.is_empty(), depth[j], j));
+                producers.truncate(MAX_PRODUCERS);
+                producers.sort_unstable();
+            }
+            (!producers.is_empty()).then_some((evidence, producers))
+        });
+        if let Some((evidence, producers)) = found {
             out.push(Need {
                 param: param.clone(),
                 noun: noun.clone(),
