@@ -119,6 +119,115 @@ async fn describe_tool_gives_the_full_definition() {
     assert!(!all.contains(TOKEN), "the token leaked into a tool result");
 }
 
+/// Enriched text reaches the client marked as generated: a spec stripped to minimal
+/// metadata and filled in by the heuristic enricher is served, and the tool definitions
+/// and `describe_tool` say which texts no human wrote, with their provenance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_descriptions_and_examples_reach_the_client_marked() {
+    let up = upstream::start().await;
+    let work = tempfile::tempdir().unwrap();
+    let spec = repo().join("tests/fixtures/upstream_tmdb.json");
+    let enrich = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(shortlist_bin())
+            .arg("enrich")
+            .args(args)
+            .output()
+            .expect("shortlist enrich runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    enrich(&[
+        "--degrade".as_ref(),
+        work.path().as_os_str(),
+        spec.as_os_str(),
+    ]);
+    let degraded = work.path().join("upstream_tmdb.json");
+    let data = work.path().join("data");
+    enrich(&[
+        "--llm".as_ref(),
+        "none".as_ref(),
+        "--data-dir".as_ref(),
+        data.as_os_str(),
+        degraded.as_os_str(),
+    ]);
+    let fx = Fixture::with_spec(&degraded, &[("tmdb", &up.base_url())], "");
+    let doc = python_client(
+        Target::Stdio(fx.stdio_command(&["--expose", "static"])),
+        "legacy",
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "tool": "describe_tool", "args": {"name": "getMovieCredits"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "credits of a movie"}},
+        ]),
+    )
+    .await;
+    let tools = step(&doc, 0)["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let credits = tools
+        .iter()
+        .find(|t| t["name"] == "getMovieCredits")
+        .unwrap_or_else(|| panic!("getMovieCredits listed: {doc:#}"));
+    let description = credits["description"].as_str().unwrap_or("");
+    assert!(description.contains("generated description"), "{credits:#}");
+    assert_eq!(
+        credits["_meta"]["shortlist/generated"]["description"]["generator"], "heuristic",
+        "{credits:#}"
+    );
+    let movie_id = &credits["inputSchema"]["properties"]["movie_id"];
+    assert!(
+        movie_id["x-generated"]
+            .as_array()
+            .is_some_and(|g| g.contains(&json!("description"))),
+        "{movie_id:#}"
+    );
+    assert!(movie_id["description"]
+        .as_str()
+        .is_some_and(|d| !d.is_empty()));
+    let examples = tools
+        .iter()
+        .filter_map(|t| t["inputSchema"]["properties"].as_object())
+        .flat_map(|p| p.values())
+        .filter(|p| {
+            p["x-generated"]
+                .as_array()
+                .is_some_and(|g| g.contains(&json!("example")))
+        })
+        .inspect(|p| {
+            assert!(
+                p["examples"].as_array().is_some_and(|e| e.len() == 1),
+                "{p:#}"
+            )
+        })
+        .count();
+    assert!(
+        examples > 0,
+        "no generated example reached a schema: {doc:#}"
+    );
+    // No tool is marked whose text a human wrote: the meta tools are the server's own.
+    let find = tools.iter().find(|t| t["name"] == "find_tools").unwrap();
+    assert!(find.get("_meta").is_none_or(Value::is_null), "{find:#}");
+
+    let described = &step(&doc, 1)["structuredContent"];
+    assert_eq!(
+        described["generated"]["description"]["generator"], "heuristic",
+        "{described:#}"
+    );
+    assert_eq!(
+        described["inputSchema"]["properties"]["movie_id"]["x-generated"][0],
+        "description"
+    );
+    let hits = step(&doc, 2)["structuredContent"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!hits.is_empty(), "{doc:#}");
+}
+
 /// The Inspector CLI lists the tools and calls find_tools and a catalog tool over stdio.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inspector_lists_and_calls_over_stdio() {

@@ -274,6 +274,27 @@ impl Endpoint {
         }
     }
 
+    /// Whether [`Endpoint::one_line`] shows generated text (a generated description's first
+    /// sentence, or the generated summary) rather than what the spec's author wrote.
+    pub fn one_line_generated(&self) -> bool {
+        if self
+            .summary
+            .as_deref()
+            .is_some_and(|s| !s.trim().is_empty())
+        {
+            return false;
+        }
+        let from_description = self
+            .description
+            .as_deref()
+            .is_some_and(|d| !crate::text::first_sentence(d).is_empty());
+        if from_description {
+            self.description_provenance.is_some()
+        } else {
+            self.generated_summary.is_some()
+        }
+    }
+
     /// Parameters that must be supplied, by name.
     pub fn required_params(&self) -> impl Iterator<Item = &Parameter> {
         self.parameters.iter().filter(|p| p.required)

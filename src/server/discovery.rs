@@ -35,6 +35,9 @@ pub fn hit(ep: &Endpoint, score: f32) -> Value {
         "call": format!("{} {}", ep.method.as_str(), ep.path),
         "summary": ep.one_line(),
     });
+    if ep.one_line_generated() {
+        out["summary_generated"] = Value::Bool(true);
+    }
     if !required.is_empty() {
         out["required"] = Value::Object(required);
     }
@@ -136,6 +139,24 @@ pub fn describe(ep: &Endpoint, api_cfg: Option<&ApiConfig>, exposed: bool) -> Va
     }
     if let Some(g) = &ep.generated_summary {
         out["generated_summary"] = json!(g);
+    }
+    // Which texts no human wrote, with their provenance; parameters say it in their schema
+    // (`x-generated`).
+    let mut generated = Map::new();
+    if let Some(p) = &ep.description_provenance {
+        if ep
+            .description
+            .as_deref()
+            .is_some_and(|d| !d.trim().is_empty())
+        {
+            generated.insert("description".into(), json!(p));
+        }
+    }
+    if ep.one_line_generated() && ep.description_provenance.is_none() {
+        generated.insert("summary".into(), json!({"template": "summary"}));
+    }
+    if !generated.is_empty() {
+        out["generated"] = Value::Object(generated);
     }
     out
 }

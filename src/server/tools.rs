@@ -10,7 +10,7 @@
 use crate::catalog::Endpoint;
 use crate::invoke::annotations::{annotations, ToolAnnotations as Hints};
 use crate::invoke::schema::input_schema;
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -26,9 +26,47 @@ pub fn endpoint_tool(ep: &Endpoint) -> Tool {
         // input_schema always builds an object; an empty object schema is the safe fallback.
         _ => JsonObject::from_iter([("type".to_string(), Value::from("object"))]),
     };
-    Tool::new(ep.tool_name.clone(), description(ep), Arc::new(schema))
+    let tool = Tool::new(ep.tool_name.clone(), description(ep), Arc::new(schema))
         .with_title(title(ep))
-        .with_annotations(mcp_annotations(annotations(ep.method), title(ep)))
+        .with_annotations(mcp_annotations(annotations(ep.method), title(ep)));
+    match generated_meta(ep) {
+        Some(meta) => tool.with_meta(MetaObject(meta)),
+        None => tool,
+    }
+}
+
+/// `_meta` key naming the generated parts of a tool definition, for clients that show
+/// (or let a reviewer check) what no human wrote. Generated parameter descriptions and
+/// examples are marked inside the input schema (`x-generated`).
+pub const GENERATED_META_KEY: &str = "shortlist/generated";
+
+/// `{"shortlist/generated": {"description": {generator, template, date}}}` when the tool's
+/// description shows generated text.
+fn generated_meta(ep: &Endpoint) -> Option<JsonObject> {
+    if !shows_generated(ep) {
+        return None;
+    }
+    let provenance = ep.description_provenance.as_ref().map_or_else(
+        // A generated summary (document expansion) carries no provenance of its own.
+        || serde_json::json!({"generator": "enrichment", "template": "summary"}),
+        |p| serde_json::to_value(p).unwrap_or(Value::Null),
+    );
+    let mut meta = JsonObject::new();
+    meta.insert(
+        GENERATED_META_KEY.into(),
+        serde_json::json!({ "description": provenance }),
+    );
+    Some(meta)
+}
+
+/// Whether [`description`] includes generated text.
+fn shows_generated(ep: &Endpoint) -> bool {
+    ep.one_line_generated()
+        || (ep.description_provenance.is_some()
+            && ep
+                .description
+                .as_deref()
+                .is_some_and(|d| !d.trim().is_empty()))
 }
 
 /// A short human title: the endpoint's one-line summary.
@@ -57,8 +95,15 @@ pub fn description(ep: &Endpoint) -> String {
     if ep.deprecated {
         text = format!("Deprecated. {text}");
     }
+    // Said in the text too: the model choosing a tool should know a description is a
+    // generated guess, not the API author's word.
+    let generated = if shows_generated(ep) {
+        "; generated description"
+    } else {
+        ""
+    };
     format!(
-        "{text}\n{} {} ({})",
+        "{text}\n{} {} ({}{generated})",
         ep.method.as_str(),
         ep.path,
         ep.api_title
@@ -146,5 +191,45 @@ mod tests {
         assert_eq!(del.read_only_hint, Some(false));
         assert_eq!(del.destructive_hint, Some(true));
         assert_eq!(del.idempotent_hint, Some(true));
+    }
+
+    #[test]
+    fn generated_descriptions_are_marked_in_text_and_meta() {
+        let human = endpoint_tool(&ep(Method::Get));
+        assert!(human.meta.is_none());
+        assert!(!human
+            .description
+            .as_deref()
+            .unwrap_or("")
+            .contains("generated"));
+
+        let mut e = ep(Method::Get);
+        e.summary = None;
+        e.description = Some("Fetches one movie by its id.".into());
+        e.description_provenance = Some(crate::catalog::Provenance {
+            generator: "heuristic".into(),
+            template: String::new(),
+            date: "2026-11-22".into(),
+        });
+        let tool = endpoint_tool(&e);
+        assert!(tool
+            .description
+            .as_deref()
+            .is_some_and(|d| d.ends_with("(TMDB; generated description)")));
+        let meta = serde_json::to_value(tool.meta.expect("meta")).unwrap();
+        assert_eq!(
+            meta[GENERATED_META_KEY]["description"]["generator"],
+            "heuristic"
+        );
+
+        let mut e = ep(Method::Get);
+        e.summary = None;
+        e.description = None;
+        e.generated_summary = Some("Details of a movie.".into());
+        let tool = endpoint_tool(&e);
+        assert!(tool.description.as_deref().is_some_and(
+            |d| d.starts_with("Details of a movie.") && d.contains("generated description")
+        ));
+        assert!(tool.meta.is_some());
     }
 }

@@ -93,9 +93,17 @@ impl Fixture {
 
     /// Like [`Fixture::with_apis`], with `extra` appended to the config.
     pub fn with_apis_and(apis: &[(&str, &str)], extra: &str) -> Fixture {
+        Fixture::with_spec(
+            &repo().join("tests/fixtures/upstream_tmdb.json"),
+            apis,
+            extra,
+        )
+    }
+
+    /// Like [`Fixture::with_apis_and`], on another spec.
+    pub fn with_spec(spec: &std::path::Path, apis: &[(&str, &str)], extra: &str) -> Fixture {
         require_model();
         let dir = tempfile::tempdir().expect("temp dir");
-        let spec = repo().join("tests/fixtures/upstream_tmdb.json");
         let mut toml = format!("data_dir = {:?}\n", dir.path().join("index"));
         for (id, base) in apis {
             toml.push_str(&format!(
