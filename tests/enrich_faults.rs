@@ -385,3 +385,101 @@ fn a_killed_run_resumes_without_losing_finished_work() {
         assert_eq!(generator(op(&doc, path, "get"), "summary"), MODEL, "{path}");
     }
 }
+
+/// SIGKILL at random points, many times: after every kill the cache holds at least what it
+/// held before (no finished enrichment is lost), the spec is untouched and an enriched copy,
+/// if one was written, is whole; the run that finally completes asks only for what was never
+/// answered, and the copy it writes covers every endpoint.
+#[test]
+fn sigkill_at_random_points_loses_no_finished_work() {
+    const ENDPOINTS: usize = 40;
+    const TASKS: usize = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<String> = (0..ENDPOINTS).map(|i| format!("/r{i}")).collect();
+    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let spec = spec(dir.path(), &refs, json!([]));
+    let original = std::fs::read(&spec).unwrap();
+    let data = dir.path().join("data");
+    let cache = data.join("enrich-cache").join("answers.jsonl");
+    // Every answer takes a while, so a run spans long enough for kills to land inside it.
+    let server = FaultLlm::start(|_, _| Reply::Hang(Duration::from_millis(120)));
+    let spawn = || {
+        shortlist()
+            .args(["enrich", "--llm-url", &server.url, "--llm-model", MODEL])
+            .args(["--concurrency", "1", "--tasks", "description,summary"])
+            .args(["--data-dir", data.to_str().unwrap(), spec.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let answers = || -> usize {
+        std::fs::read_to_string(&cache)
+            .map(|t| {
+                t.lines()
+                    .filter(|l| serde_json::from_str::<Value>(l).is_ok())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // A full run takes about ENDPOINTS * TASKS * 120 ms (~10 s); each round is killed within
+    // its first second (while loading, replaying the cache or asking), so the rounds
+    // together finish about half of the work and every round has work left to interrupt.
+    let span_ms = 1000;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let rounds = 12;
+    let mut before = 0;
+    for round in 0..rounds {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = Duration::from_millis(seed % span_ms);
+        let mut child = spawn();
+        std::thread::sleep(at);
+        let _ = child.kill(); // SIGKILL
+        child.wait().unwrap();
+        let now = answers();
+        assert!(
+            now >= before,
+            "round {round}: kill at {at:?} lost answers ({before} -> {now})"
+        );
+        before = now;
+        assert_eq!(
+            std::fs::read(&spec).unwrap(),
+            original,
+            "round {round}: spec touched"
+        );
+        let copy = enriched_path(&spec);
+        if copy.exists() {
+            read_json(&copy); // panics on a torn copy
+        }
+    }
+    assert!(
+        before < ENDPOINTS * TASKS,
+        "the kills should have interrupted the work, yet all {before} answers were in"
+    );
+    let asked_before = server.seen().len();
+    // Each kill can lose at most the one answer in flight (concurrency 1).
+    assert!(
+        asked_before <= before + rounds,
+        "asked {asked_before} times for {before} kept answers in {rounds} rounds"
+    );
+
+    let mut child = spawn();
+    assert!(child.wait().unwrap().success(), "the resumed run completes");
+    let asked_after = server.seen().len() - asked_before;
+    assert_eq!(
+        asked_after,
+        ENDPOINTS * TASKS - before,
+        "the completing run asks only for what was never answered"
+    );
+    let doc = read_json(&enriched_path(&spec));
+    for path in &paths {
+        assert_eq!(generator(op(&doc, path, "get"), "summary"), MODEL, "{path}");
+        assert_eq!(
+            generator(op(&doc, path, "get"), "description"),
+            MODEL,
+            "{path}"
+        );
+    }
+}
