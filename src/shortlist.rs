@@ -26,6 +26,13 @@ use crate::index::catalog_index::EndpointIndex;
 use crate::index::{Bm25, EmbedError, Embedder, StoreError};
 use serde::{Deserialize, Serialize};
 
+/// Endpoints ranked beyond `k` (and beyond the phrase tops' insertion point) before the
+/// head of the ranking is cut to `k`: room for the cut to drop some.
+const HEAD_MARGIN: usize = 16;
+
+/// Nearest neighbours taken from the HNSW graph per query text in large catalogs.
+const DENSE_CANDIDATES: usize = 256;
+
 /// Which retrievers are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -198,14 +205,35 @@ impl Shortlister {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let mut hits = self.rank(query, api)?;
-        hits.truncate(k);
-        Ok(hits)
+        // The head of the ranking is all a search needs: every step after the ordering
+        // (phrase tops, prerequisites, the cut, monotone scores) keeps prefixes, so the first
+        // k of a longer head are the first k of the full ranking. The cut drops endpoints, so
+        // a cut list that comes out short is ranked again with a longer head.
+        let mut head = k.max(self.options.clause_after) + HEAD_MARGIN;
+        loop {
+            let mut hits = self.rank_head(query, api, head)?;
+            if hits.len() >= k || head >= self.index.len() {
+                hits.truncate(k);
+                return Ok(hits);
+            }
+            head = head.saturating_mul(4);
+        }
     }
 
     /// Every endpoint in play (all, or one API's) ranked for `query`, cut where the options
     /// say. `search(q, k)` is the first `k` of this list, so one ranking answers every k.
     pub fn rank(&self, query: &str, api: Option<&str>) -> Result<Vec<Hit>, ShortlistError> {
+        self.rank_head(query, api, usize::MAX)
+    }
+
+    /// [`Shortlister::rank`] from the best `head` endpoints of the ordering (plus the phrase
+    /// tops and prerequisites they bring).
+    fn rank_head(
+        &self,
+        query: &str,
+        api: Option<&str>,
+        head: usize,
+    ) -> Result<Vec<Hit>, ShortlistError> {
         let n = self.index.len();
         let allowed: Vec<bool> = self
             .endpoints()
@@ -241,7 +269,7 @@ impl Shortlister {
             }
         }
         let (rank_score, confidence) = combine(&scored, &allowed, &self.options);
-        let mut hits: Vec<Hit> = fusion::order(&rank_score, &allowed)
+        let mut hits: Vec<Hit> = fusion::order_top(&rank_score, &allowed, head)
             .into_iter()
             .map(|p| Hit {
                 position: p,
@@ -252,10 +280,11 @@ impl Shortlister {
         if !clauses.is_empty() {
             let tops: Vec<Vec<usize>> = clauses
                 .iter()
-                .map(|c| fusion::order(&c.rank_score, &allowed))
+                .map(|c| fusion::order_top(&c.rank_score, &allowed, self.options.clause_top))
                 .collect();
             hits = intents::insert_tops(
                 hits,
+                &rank_score,
                 &tops,
                 self.options.clause_top,
                 self.options.clause_after,
@@ -263,7 +292,7 @@ impl Shortlister {
         }
         if self.options.expand {
             let names = expand::names_something(query);
-            hits = expand::expand(&hits, &self.graph, &allowed, names);
+            hits = expand::expand(&hits, &rank_score, &self.graph, &allowed, names);
         }
         if let Some(ratio) = self.options.cut {
             hits = cut::cut(hits, &confidence, ratio);
@@ -286,6 +315,28 @@ impl Shortlister {
         }
     }
 
+    /// Cosine similarity of every position to `vector`. Catalogs large enough to carry an
+    /// HNSW graph ([`crate::index::ANN_MIN_DOCS`] endpoints and more) score only the graph's
+    /// [`DENSE_CANDIDATES`] nearest and give the rest the lowest of those (0 once rescaled):
+    /// scanning 100,000 vectors moves 150 MB per query text, the graph visits a few
+    /// thousand. An API filter scans exactly, as the graph's nearest may all lie elsewhere.
+    fn dense(&self, vector: &[f32], allowed: &[bool]) -> Result<Vec<f32>, ShortlistError> {
+        let filtered = allowed.iter().any(|a| !a);
+        if !self.index.vectors().has_ann() || filtered {
+            return Ok(self.index.similarity_all(vector)?);
+        }
+        let near = self.index.search(vector, DENSE_CANDIDATES)?;
+        let floor = near.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
+        let floor = if floor.is_finite() { floor } else { 0.0 };
+        let mut scores = vec![floor; allowed.len()];
+        for (i, s) in near {
+            if let Some(x) = scores.get_mut(i) {
+                *x = s;
+            }
+        }
+        Ok(scores)
+    }
+
     /// Scores of one text: dense, lexical or both fused.
     fn score(
         &self,
@@ -294,7 +345,7 @@ impl Shortlister {
         allowed: &[bool],
     ) -> Result<Scored, ShortlistError> {
         let dense = match vector {
-            Some(v) => Some(self.index.similarity_all(v)?),
+            Some(v) => Some(self.dense(v, allowed)?),
             None => None,
         };
         let lexical = match self.options.retrieval {

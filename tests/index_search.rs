@@ -243,3 +243,42 @@ fn missing_runtime_library_says_how_to_fetch_it() {
         "{err}"
     );
 }
+
+/// `search(q, k)` ranks only the head of the list; it must return exactly the first k of
+/// the full ranking (positions, scores and why each is there), with and without the cut,
+/// for every RestBench query and several k.
+#[test]
+fn search_is_the_head_of_the_full_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = shortlister("tmdb.json", dir.path());
+    let queries: Vec<String> = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/restbench/tmdb_queries.jsonl"),
+    )
+    .expect("RestBench queries")
+    .lines()
+    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    .filter_map(|v| v["query"].as_str().map(str::to_string))
+    .collect();
+    assert_eq!(queries.len(), 100);
+    for cut in [None, Some(0.8)] {
+        s.set_options(Options {
+            cut,
+            ..Options::default()
+        });
+        for q in &queries {
+            let full = s.rank(q, None).unwrap();
+            for k in [1, 3, 5, 10, 30] {
+                let head = s.search(q, k, None).unwrap();
+                let want = &full[..k.min(full.len())];
+                assert_eq!(head.len(), want.len(), "{q:?} k={k} cut={cut:?}");
+                for (h, w) in head.iter().zip(want) {
+                    assert_eq!(
+                        (h.position, h.score.to_bits(), h.source),
+                        (w.position, w.score.to_bits(), w.source),
+                        "{q:?} k={k} cut={cut:?}"
+                    );
+                }
+            }
+        }
+    }
+}

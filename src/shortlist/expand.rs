@@ -16,15 +16,53 @@ const MAX_CHAIN: usize = 2;
 /// its own right.
 const OWN_TOP: usize = 8;
 
+/// Where endpoints stand in the ranking: their place in the (possibly truncated) list of
+/// hits, and for the endpoints beyond it, their score, which is what ordered the rest of
+/// the full ranking.
+struct Standing<'a> {
+    rank: Vec<usize>,
+    scores: &'a [f32],
+}
+
+impl Standing<'_> {
+    fn new<'a>(hits: &[Hit], scores: &'a [f32]) -> Standing<'a> {
+        let mut rank = vec![usize::MAX; scores.len()];
+        for (r, h) in hits.iter().enumerate() {
+            if let Some(x) = rank.get_mut(h.position) {
+                *x = (*x).min(r);
+            }
+        }
+        Standing { rank, scores }
+    }
+
+    /// Place in the hits, `usize::MAX` beyond them.
+    fn rank(&self, q: usize) -> usize {
+        self.rank.get(q).copied().unwrap_or(usize::MAX)
+    }
+
+    /// Which of two endpoints stands higher (`Less`: `a`).
+    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        let score = |q: usize| self.scores.get(q).copied().unwrap_or(f32::NEG_INFINITY);
+        match (self.rank(a), self.rank(b)) {
+            (usize::MAX, usize::MAX) => score(b).total_cmp(&score(a)).then(a.cmp(&b)),
+            (ra, rb) => ra.cmp(&rb),
+        }
+    }
+}
+
 /// Inserts, right after each endpoint of `hits` (best first), the producers of the
 /// identifiers it needs that no endpoint placed so far produces. Producers are expanded
 /// in turn (track -> album -> artist), each endpoint appears once, and an inserted endpoint
-/// carries its consumer's score.
-pub fn expand(hits: &[Hit], graph: &Graph, allowed: &[bool], names: bool) -> Vec<Hit> {
-    let mut rank = vec![usize::MAX; allowed.len()];
-    for (r, h) in hits.iter().enumerate() {
-        rank[h.position] = r;
-    }
+/// carries its consumer's score. `hits` may be the head of the ranking only: producers
+/// beyond it are compared by `scores`, the ranking's own order there.
+pub fn expand(
+    hits: &[Hit],
+    scores: &[f32],
+    graph: &Graph,
+    allowed: &[bool],
+    names: bool,
+) -> Vec<Hit> {
+    let rank = Standing::new(hits, scores);
     let mut placed = vec![false; allowed.len()];
     let mut out: Vec<Hit> = Vec::with_capacity(hits.len());
     for hit in hits {
@@ -54,7 +92,11 @@ pub fn expand(hits: &[Hit], graph: &Graph, allowed: &[bool], names: bool) -> Vec
                 // A lookup that produces exactly this noun does the job alone, unless the
                 // query itself ranks another producer near the top.
                 let choice = match (choice, lookup) {
-                    (Some(c), Some(l)) if need.producers.contains(&l) && rank[c] >= OWN_TOP => None,
+                    (Some(c), Some(l))
+                        if need.producers.contains(&l) && rank.rank(c) >= OWN_TOP =>
+                    {
+                        None
+                    }
                     _ => choice,
                 };
                 for q in [choice, lookup].into_iter().flatten() {
@@ -79,23 +121,27 @@ pub fn expand(hits: &[Hit], graph: &Graph, allowed: &[bool], names: bool) -> Vec
 
 /// The producer to add for `need`: the best-ranked one, or for producers that merely
 /// mention the noun, the most general (shortest path) one.
-fn pick(need: &Need, graph: &Graph, rank: &[usize], allowed: &[bool]) -> Option<usize> {
+fn pick(need: &Need, graph: &Graph, rank: &Standing, allowed: &[bool]) -> Option<usize> {
     // A producer that needs identifiers of its own costs the agent another step.
     let candidates = need.producers.iter().copied().filter(|&q| allowed[q]);
     let needy = |q: usize| !graph.needs(q).is_empty();
     match need.evidence {
-        Evidence::Mentioned => candidates.min_by_key(|&q| (needy(q), graph.depth(q), rank[q])),
-        _ => candidates.min_by_key(|&q| (needy(q), rank[q])),
+        Evidence::Mentioned => candidates.min_by(|&a, &b| {
+            (needy(a), graph.depth(a))
+                .cmp(&(needy(b), graph.depth(b)))
+                .then_with(|| rank.cmp(a, b))
+        }),
+        _ => candidates.min_by(|&a, &b| needy(a).cmp(&needy(b)).then_with(|| rank.cmp(a, b))),
     }
 }
 
 /// The best-ranked lookup among the need's producers.
-fn best_lookup(need: &Need, graph: &Graph, rank: &[usize], allowed: &[bool]) -> Option<usize> {
+fn best_lookup(need: &Need, graph: &Graph, rank: &Standing, allowed: &[bool]) -> Option<usize> {
     need.producers
         .iter()
         .copied()
         .filter(|&q| allowed[q] && graph.is_lookup(q))
-        .min_by_key(|&q| rank[q])
+        .min_by(|&a, &b| rank.cmp(a, b))
 }
 
 /// Words after which a name is given rather than looked up ("a playlist *called* X",

@@ -146,12 +146,15 @@ fn clause_spans(query: &str) -> Vec<(usize, usize)> {
 
 /// `hits` with the first `top` endpoints of each of `tops` (rankings of the phrases, in
 /// query order) moved to just after its first `after` endpoints, unless already there.
-pub fn insert_tops(hits: Vec<Hit>, tops: &[Vec<usize>], top: usize, after: usize) -> Vec<Hit> {
-    let score = |p: usize| {
-        hits.iter()
-            .find(|h| h.position == p)
-            .map_or(0.0, |h| h.score)
-    };
+/// An inserted endpoint keeps its own score from `scores`.
+pub fn insert_tops(
+    hits: Vec<Hit>,
+    scores: &[f32],
+    tops: &[Vec<usize>],
+    top: usize,
+    after: usize,
+) -> Vec<Hit> {
+    let score = |p: usize| scores.get(p).copied().unwrap_or(0.0);
     let mut out: Vec<Hit> = hits.iter().take(after).copied().collect();
     for t in tops {
         for &p in t.iter().take(top) {
@@ -212,14 +215,14 @@ mod tests {
             })
             .collect();
         let order = |h: Vec<Hit>| h.iter().map(|h| h.position).collect::<Vec<_>>();
-        let out = insert_tops(hits.clone(), &[vec![5, 4], vec![1, 3]], 1, 2);
+        let out = insert_tops(hits.clone(), &[1.0; 6], &[vec![5, 4], vec![1, 3]], 1, 2);
         assert_eq!(order(out.clone()), [0, 1, 5, 2, 3, 4]);
         assert_eq!(out[2].source, Source::Phrase);
         assert_eq!(
-            order(insert_tops(hits.clone(), &[vec![5, 4]], 2, 9)),
+            order(insert_tops(hits.clone(), &[1.0; 6], &[vec![5, 4]], 2, 9)),
             [0, 1, 2, 3, 4, 5]
         );
-        assert!(insert_tops(Vec::new(), &[vec![1]], 1, 3)[0].source == Source::Phrase);
+        assert!(insert_tops(Vec::new(), &[0.5; 2], &[vec![1]], 1, 3)[0].source == Source::Phrase);
     }
 
     #[test]
