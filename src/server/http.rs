@@ -145,6 +145,7 @@ fn spawn_sweeper(state: Arc<ServerState>, shutdown: CancellationToken) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut known = 0;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -153,6 +154,14 @@ fn spawn_sweeper(state: Arc<ServerState>, shutdown: CancellationToken) {
                     if n > 0 {
                         tracing::debug!(forgotten = n, "idle clients forgotten");
                     }
+                    // Clients left since the last tick (expired, or sessions that ended):
+                    // hand what their state used back to the system.
+                    let now_known = state.clients().len();
+                    if now_known < known {
+                        let _ = tokio::task::spawn_blocking(super::memory::release_free_memory)
+                            .await;
+                    }
+                    known = now_known;
                 }
             }
         }

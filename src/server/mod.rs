@@ -6,6 +6,7 @@
 //!   expiry) and its notification channels;
 //! - [`handler`]: the rmcp `ServerHandler`, one per connection, session or request;
 //! - [`tools`], [`meta_tools`], [`discovery`], [`outcome`]: what clients see;
+//! - [`memory`]: freed memory goes back to the system when clients leave;
 //! - transports: stdio ([`serve_stdio`]), streamable HTTP and legacy SSE ([`http`],
 //!   [`legacy_sse`], [`guard`]).
 //!
@@ -18,6 +19,7 @@ pub mod guard;
 pub mod handler;
 pub mod http;
 pub mod legacy_sse;
+pub mod memory;
 pub mod meta_tools;
 pub mod outcome;
 pub mod state;
