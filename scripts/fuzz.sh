@@ -42,6 +42,11 @@ fi
 
 export RUSTC_BOOTSTRAP=1
 sanitizer="${FUZZ_SANITIZER:-address}"
+# One build folder per sanitizer: switching would otherwise rebuild everything.
+target_dir="$ROOT/fuzz/target/$sanitizer"
+# Allocation stack traces make ASan runs 3x slower here (the harnesses allocate a lot);
+# rerun a crashing input without this to get them.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-malloc_context_size=0}"
 # The harnesses write the fuzzed spec and a few sibling files into a scratch folder under
 # TMPDIR; give them one of their own and remove it afterwards.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/shortlist-fuzz.XXXXXX")
@@ -52,8 +57,8 @@ trap 'rm -rf "$scratch"' EXIT
 # example catalogs (big JSON specs are cut into one-path slices) and, when present, the
 # smallest specs of the shared real-world corpus. Corpora live in fuzz/corpus (ignored
 # by git) and keep what earlier runs found.
-slice_json() { # spec.json outdir prefix: one seed per path, with the schemas it names
-    local spec=$1 out=$2 prefix=$3 n i
+slice_json() { # spec.json outdir prefix max-bytes: one seed per path, with the schemas it names
+    local spec=$1 out=$2 prefix=$3 max=$4 n i
     n=$(jq '.paths | length' "$spec")
     for ((i = 0; i < n; i += (n / 8 + 1))); do
         jq -c --argjson i "$i" '
@@ -68,8 +73,8 @@ slice_json() { # spec.json outdir prefix: one seed per path, with the schemas it
                           schemas: (($d.components.schemas // {})
                                     | with_entries(select(.key as $k | $names | index($k))))}}' \
             "$spec" >"$out/$prefix-$i.json"
-        # Seeds past 32 KB would slow every execution down; the slice is dropped.
-        [[ $(wc -c <"$out/$prefix-$i.json") -le 32768 ]] || rm "$out/$prefix-$i.json"
+        # Bigger seeds would slow every execution down (and be cut at -max_len).
+        [[ $(wc -c <"$out/$prefix-$i.json") -le $max ]] || rm "$out/$prefix-$i.json"
     done
 }
 
@@ -77,14 +82,16 @@ build_seeds() {
     local t=$1 dir="$ROOT/fuzz/corpus/$1"
     mkdir -p "$dir"
     [[ -d "$ROOT/fuzz/seeds/$t" ]] && cp "$ROOT"/fuzz/seeds/"$t"/* "$dir"/
+    local max
     case "$t" in
-        spec_load|ref_resolve)
-            if command -v jq >/dev/null; then
-                slice_json "$ROOT/catalogs/tmdb.json" "$dir" seed-tmdb
-                slice_json "$ROOT/catalogs/spotify.json" "$dir" seed-spotify
-            fi
-            ;;
+        spec_load) max=32768 ;;
+        ref_resolve) max=8192 ;;
+        *) max=0 ;;
     esac
+    if [[ $max -gt 0 ]] && command -v jq >/dev/null; then
+        slice_json "$ROOT/catalogs/tmdb.json" "$dir" seed-tmdb "$max"
+        slice_json "$ROOT/catalogs/spotify.json" "$dir" seed-spotify "$max"
+    fi
     if [[ "$t" == spec_load ]]; then
         cp "$ROOT/catalogs/musixmatch.yaml" "$dir/seed-musixmatch.yaml"
         local shared="${SHORTLIST_SPEC_CORPUS:-$ROOT/../shared/corpus}"
@@ -100,7 +107,7 @@ build_seeds() {
 flags_for() {
     case "$1" in
         spec_load) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=32768" ;;
-        ref_resolve) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=32768" ;;
+        ref_resolve) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=8192" ;;
         invoke_args) echo "-dict=$ROOT/fuzz/dict/invoke_args.dict -max_len=4096" ;;
     esac
 }
@@ -109,8 +116,12 @@ flags_for() {
 cd "$ROOT/fuzz"
 echo "fuzz.sh: building fuzz targets (sanitizer: $sanitizer)" >&2
 build_start=$(date +%s)
-nice -n 10 cargo fuzz build --sanitizer "$sanitizer"
+nice -n 10 cargo fuzz build --sanitizer "$sanitizer" --target-dir "$target_dir"
 echo "fuzz.sh: build took $(($(date +%s) - build_start)) s" >&2
+# The binaries are run directly rather than through `cargo fuzz run`, which would rebuild
+# whenever a source file changed in the meantime.
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin_dir="$target_dir/$host/release"
 
 failed=()
 for t in "${targets[@]}"; do
@@ -119,17 +130,18 @@ for t in "${targets[@]}"; do
         exit 2
     fi
     build_seeds "$t"
+    mkdir -p "$ROOT/fuzz/artifacts/$t"
     if [[ -n "$runs" ]]; then limit="-runs=$runs"; else limit="-max_total_time=$time_secs"; fi
     echo "fuzz.sh: === $t ($limit) ===" >&2
     start=$(date +%s)
     # shellcheck disable=SC2046 # flags_for yields separate words on purpose
-    if TMPDIR="$scratch" nice -n 10 cargo fuzz run --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
-        "$limit" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 $(flags_for "$t") \
-        "${extra[@]}"; then
+    if TMPDIR="$scratch" nice -n 10 "$bin_dir/$t" "$limit" -rss_limit_mb=4096 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="$ROOT/fuzz/artifacts/$t/" $(flags_for "$t") \
+        "${extra[@]}" "$ROOT/fuzz/corpus/$t"; then
         echo "fuzz.sh: $t: no crash in $(($(date +%s) - start)) s" >&2
     else
         echo "fuzz.sh: $t: CRASH (input in fuzz/artifacts/$t/; reproduce with" \
-            "RUSTC_BOOTSTRAP=1 cargo fuzz run $t <input>)" >&2
+            "$bin_dir/$t <input>, or SHORTLIST_FUZZ_DEBUG=1 to see what it generated)" >&2
         failed+=("$t")
     fi
 done

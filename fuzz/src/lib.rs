@@ -16,7 +16,6 @@
 //! under test, quoted next to its check.
 
 use arbitrary::{Result as AResult, Unstructured};
-use percent_encoding::percent_decode_str;
 use regex::Regex;
 use serde_json::{json, Map, Number, Value};
 use shortlist::catalog::resolve::{ref_of, Resolver};
@@ -139,7 +138,10 @@ pub fn check_endpoints(endpoints: &[Endpoint]) {
         assert_eq!(schema["additionalProperties"], false, "{schema}");
         let props = schema["properties"].as_object().expect("properties object");
         for name in props.keys() {
-            assert!(arg_name_re().is_match(name), "invalid argument name {name:?}");
+            assert!(
+                arg_name_re().is_match(name),
+                "invalid argument name {name:?}"
+            );
         }
         if let Some(req) = schema.get("required") {
             for r in req.as_array().expect("required is an array") {
@@ -367,7 +369,10 @@ impl RefGen {
         let s = u.int_in_range(0..=self.n_schemas)?; // one past the end: dangling
         Ok(match u.int_in_range(0..=13)? {
             0..=4 => format!("#/components/schemas/S{s}"),
-            5 => format!("#/components/schemas/S{s}/properties/p{}", u.int_in_range(0..=2)?),
+            5 => format!(
+                "#/components/schemas/S{s}/properties/p{}",
+                u.int_in_range(0..=2)?
+            ),
             6 => format!("#components/schemas/S{s}"), // missing slash, seen in the wild
             7 => format!("#/components/schemas/%53{s}"), // percent-encoded 'S'
             8 => "#".to_string(),
@@ -388,7 +393,10 @@ impl RefGen {
                 "common.yaml#/components/parameters/Id",
             ])?)
             .to_string(),
-            10 => format!("#/components/parameters/P{}", u.int_in_range(0..=self.n_params)?),
+            10 => format!(
+                "#/components/parameters/P{}",
+                u.int_in_range(0..=self.n_params)?
+            ),
             11 => "#/paths".to_string(),
             12 => format!("#/components/schemas/S{s}/allOf/0"),
             _ => {
@@ -413,7 +421,15 @@ impl RefGen {
                 let mut m = Map::new();
                 m.insert("$ref".into(), Value::String(self.reference(u)?));
                 for _ in 0..u.int_in_range(1..=3)? {
-                    let k = *u.choose(&["description", "properties", "items", "nullable", "allOf", "type", "default"])?;
+                    let k = *u.choose(&[
+                        "description",
+                        "properties",
+                        "items",
+                        "nullable",
+                        "allOf",
+                        "type",
+                        "default",
+                    ])?;
                     let v = match k {
                         "description" => json!("sibling description"),
                         "nullable" => json!(true),
@@ -568,12 +584,70 @@ fn gen_args(u: &mut Unstructured, ep: &Endpoint) -> AResult<Map<String, Value>> 
 
 /// Strings that have broken URL builders somewhere.
 const NASTY: &[&str] = &[
-    "", ".", "..", "../", "/..", "..%2f", "%2e%2e", "%2E", "%2e", "./x", "a/b", "/", "//", "?",
-    "#", "@evil.example", "https://evil.example/", "//evil.example", "\\", "\\\\evil", "\r\n",
-    "\n", "\0", " ", "\t", "{id}", "}", "{", "%", "%zz", "%00", "é", "\u{202e}", "\u{feff}",
-    "a;b=c", "a,b", ";", "=", "&x=1", "[", "]", "true", "FALSE", "null", "1e400", "-0", "42",
-    " 42 ", "4.5", "9007199254740993", "[1,2]", "[\"a\"]", "{\"a\":1}", "{", "0x10", "NaN",
-    "inf", "日本", "\u{1F600}", ":", "a:b@c", "%40", "~", "Bearer x",
+    "",
+    ".",
+    "..",
+    "../",
+    "/..",
+    "..%2f",
+    "%2e%2e",
+    "%2E",
+    "%2e",
+    "./x",
+    "a/b",
+    "/",
+    "//",
+    "?",
+    "#",
+    "@evil.example",
+    "https://evil.example/",
+    "//evil.example",
+    "\\",
+    "\\\\evil",
+    "\r\n",
+    "\n",
+    "\0",
+    " ",
+    "\t",
+    "{id}",
+    "}",
+    "{",
+    "%",
+    "%zz",
+    "%00",
+    "é",
+    "\u{202e}",
+    "\u{feff}",
+    "a;b=c",
+    "a,b",
+    ";",
+    "=",
+    "&x=1",
+    "[",
+    "]",
+    "true",
+    "FALSE",
+    "null",
+    "1e400",
+    "-0",
+    "42",
+    " 42 ",
+    "4.5",
+    "9007199254740993",
+    "[1,2]",
+    "[\"a\"]",
+    "{\"a\":1}",
+    "{",
+    "0x10",
+    "NaN",
+    "inf",
+    "日本",
+    "\u{1F600}",
+    ":",
+    "a:b@c",
+    "%40",
+    "~",
+    "Bearer x",
 ];
 
 fn gen_string(u: &mut Unstructured) -> AResult<String> {
@@ -600,7 +674,9 @@ pub fn gen_value(u: &mut Unstructured, depth: usize) -> AResult<Value> {
             2 => Value::from(u.arbitrary::<u64>()?),
             _ => {
                 let f: f64 = u.arbitrary()?;
-                Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+                Number::from_f64(f)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
             }
         },
         3 | 4 => Value::String(gen_string(u)?),
@@ -665,8 +741,9 @@ pub fn check_request(ep: &Endpoint, cfg: Option<&ApiConfig>, req: &PreparedReque
     assert_eq!(&reparsed, url, "URL does not survive a round trip");
     assert!(url.fragment().is_none(), "fragment in request URL: {url}");
 
-    // The path is the base path followed by the template, segment by segment: literal
-    // segments as written, each parameter inside its own segment.
+    // The path is the base path followed by the template: its literal text as written
+    // (percent-encoded where a URL needs it) and each `{parameter}` replaced by a value
+    // that stays inside one segment.
     let base_path = base.path().trim_end_matches('/');
     let path = url.path();
     let rest = path
@@ -677,23 +754,15 @@ pub fn check_request(ep: &Endpoint, cfg: Option<&ApiConfig>, req: &PreparedReque
     } else {
         format!("/{}", ep.path)
     };
-    let got: Vec<&str> = rest.split('/').collect();
-    let want: Vec<&str> = template.split('/').collect();
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "path {rest:?} has other segments than the template {template:?}"
+    let re = Regex::new(&template_regex(&template)).expect("template regex");
+    assert!(
+        re.is_match(rest),
+        "path {rest:?} does not follow the template {template:?} (regex {re})"
     );
-    for (g, w) in got.iter().zip(&want) {
-        assert!(*g != "." && *g != "..", "dot segment in {path:?}");
-        if !w.contains(['{', '}']) {
-            assert_eq!(
-                percent_decode_str(g).decode_utf8_lossy(),
-                percent_decode_str(w).decode_utf8_lossy(),
-                "literal segment changed in {path:?} (template {template:?})"
-            );
-        }
-    }
+    assert!(
+        !path.split('/').any(|seg| seg == "." || seg == ".."),
+        "dot segment in {path:?}"
+    );
     // Messages and logs show this URL, so it carries no credential: no query (API keys
     // live there) and no user info.
     let shown = Url::parse(&req.display_url).expect("display URL parses");
@@ -707,4 +776,38 @@ pub fn check_request(ep: &Endpoint, cfg: Option<&ApiConfig>, req: &PreparedReque
         "display URL shows user info: {}",
         req.display_url
     );
+}
+
+/// What the request builder percent-encodes in a template's literal text (its
+/// `PATH_LITERAL`): controls, space, `" # < > ? ` { } \`.
+const TEMPLATE_LITERAL: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'\\');
+
+/// `^literal[^/]*literal...$` for a path template: literal text encoded as the builder
+/// encodes it, each `{name}` any text without a `/`.
+fn template_regex(template: &str) -> String {
+    let lit = |s: &str| {
+        regex::escape(&percent_encoding::utf8_percent_encode(s, TEMPLATE_LITERAL).to_string())
+    };
+    let mut re = String::from("^");
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        re.push_str(&lit(&rest[..open]));
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        re.push_str("[^/]*");
+        rest = &after[close + 1..];
+    }
+    re.push_str(&lit(rest));
+    re.push('$');
+    re
 }
