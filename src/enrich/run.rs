@@ -298,29 +298,36 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
             ));
             count(&g.provenance, |c| c.descriptions += 1);
         }
-        if let Some(g) = &out.summary {
-            note(apply::set_op_field(
-                doc,
-                family,
-                route,
-                method,
+        // The document expansions: written beside the spec's own texts, never over them.
+        let expansions = [
+            (
                 Field::Summary,
-                json!(g.value),
-                Some(&g.provenance),
-            ));
-            count(&g.provenance, |c| c.summaries += 1);
-        }
-        if let Some(g) = &out.questions {
-            note(apply::set_op_field(
-                doc,
-                family,
-                route,
-                method,
+                out.summary
+                    .as_ref()
+                    .map(|g| (json!(g.value), &g.provenance)),
+                (|c| c.summaries += 1) as fn(&mut Counts),
+            ),
+            (
                 Field::Questions,
-                json!(g.value),
-                Some(&g.provenance),
-            ));
-            count(&g.provenance, |c| c.questions += 1);
+                out.questions
+                    .as_ref()
+                    .map(|g| (json!(g.value), &g.provenance)),
+                |c| c.questions += 1,
+            ),
+        ];
+        for (field, generated, counter) in expansions {
+            if let Some((value, provenance)) = generated {
+                note(apply::set_op_field(
+                    doc,
+                    family,
+                    route,
+                    method,
+                    field,
+                    value,
+                    Some(provenance),
+                ));
+                count(provenance, counter);
+            }
         }
         for (i, g) in &out.param_descriptions {
             let (Some(p), Some((_, pl))) = (
