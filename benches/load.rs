@@ -9,9 +9,11 @@
 //! own credential so the server keeps a tool set per client.
 //!
 //! Reported: throughput, p50/p99 per request kind, protocol errors (HTTP failures, JSON-RPC
-//! errors, missing results: the target is zero), tool errors, and the server's RSS
-//! (`/proc/<pid>/status`) before, at peak during, and after the clients stop and their state
-//! expires (`--client-idle-secs`). Everything is bounded: fixed request counts, a per-request
+//! errors, missing results: the target is zero), tool errors, and the server's RSS and
+//! thread count (`/proc/<pid>/status`) before, at peak during, and after the clients stop
+//! and their state expires (`--client-idle-secs`), for `WAVES` identical waves (a second
+//! wave tells memory that is reused from memory that grows), then once more after a quiet
+//! `SETTLE_SECS`. Everything is bounded: fixed request counts, a per-request
 //! timeout and an overall deadline. Figures go to stdout as Markdown; `docs/benchmarks.md`
 //! ("Load") records a run. The clients are raw JSON-RPC over reqwest, as in
 //! `benches/mcp_server.rs`.
@@ -30,6 +32,8 @@ use tokio::io::AsyncBufReadExt;
 const CLIENTS: usize = 200;
 const ROUNDS: usize = 50;
 const IDLE_SECS: u64 = 5;
+const WAVES: usize = 2;
+const SETTLE_SECS: u64 = 15;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const DEADLINE: Duration = Duration::from_secs(20 * 60);
 const TOKEN_ENV: &str = "SHORTLIST_LOAD_TMDB_TOKEN";
@@ -134,7 +138,7 @@ async fn run() {
         .build()
         .expect("HTTP client");
 
-    let rss_start = rss_kib(pid);
+    let rss_start = Sample::take(pid);
     // Warm-up: one client, a few rounds (first embeddings, connection pool, lazy statics).
     let mut warm = Tally::default();
     client(&http, &url, usize::MAX, 5, &mut warm).await;
@@ -144,29 +148,154 @@ async fn run() {
         warm.protocol_errors
     );
     tokio::time::sleep(Duration::from_secs(IDLE_SECS + 3)).await;
-    let rss_before = rss_kib(pid);
+    let before = Sample::take(pid);
 
-    // Peak RSS sampler.
-    let peak = Arc::new(AtomicUsize::new(rss_before));
+    // Two identical waves: the second tells a plateau (memory reused) from growth (a leak).
+    let mut waves = Vec::new();
+    for _ in 0..WAVES {
+        waves.push(wave(&http, &url, pid, &forgotten, &up).await);
+    }
+    // Past tokio's blocking-thread keep-alive (10 s) and another sweep: what stays for good.
+    tokio::time::sleep(Duration::from_secs(SETTLE_SECS)).await;
+    let settled = Sample::take(pid);
+    let _ = child.kill().await;
+
+    println!("### Load: {CLIENTS} concurrent clients x {ROUNDS} rounds of find_tools + call, {WAVES} waves\n");
+    println!(
+        "{} session-era (2025-11-25) and {} stateless (2026-07-28) clients per wave; upstream on 127.0.0.1.\n",
+        CLIENTS - CLIENTS / 2,
+        CLIENTS / 2
+    );
+    let cols: String = (1..=waves.len()).map(|i| format!(" wave {i} |")).collect();
+    println!("| metric |{cols}");
+    println!("|---|{}", "---|".repeat(waves.len()));
+    let row = |name: &str, f: &dyn Fn(&Wave) -> String| {
+        let cells: String = waves.iter().map(|w| format!(" {} |", f(w))).collect();
+        println!("| {name} |{cells}");
+    };
+    row("wall time", &|w| format!("{:.1} s", w.wall.as_secs_f64()));
+    row("requests (find_tools + calls)", &|w| {
+        format!(
+            "{} ({} + {})",
+            w.tally.find.len() + w.tally.call.len(),
+            w.tally.find.len(),
+            w.tally.call.len()
+        )
+    });
+    row("throughput", &|w| {
+        let n = w.tally.find.len() + w.tally.call.len();
+        format!("{:.0} requests/s", n as f64 / w.wall.as_secs_f64())
+    });
+    row("find_tools p50 / p99", &|w| {
+        format!(
+            "{} / {}",
+            ms(percentile(&w.tally.find, 0.50)),
+            ms(percentile(&w.tally.find, 0.99))
+        )
+    });
+    row("call (upstream round trip) p50 / p99", &|w| {
+        format!(
+            "{} / {}",
+            ms(percentile(&w.tally.call, 0.50)),
+            ms(percentile(&w.tally.call, 0.99))
+        )
+    });
+    row("protocol errors", &|w| {
+        w.tally.protocol_errors.len().to_string()
+    });
+    row("tool errors", &|w| w.tally.tool_errors.to_string());
+    row(
+        "find_tools answers without searchMovie in the top 3",
+        &|w| w.tally.misses.to_string(),
+    );
+    row("upstream requests received", &|w| {
+        format!("{} (expected {})", w.upstream_calls, CLIENTS * ROUNDS)
+    });
+    row("server RSS / threads peak during", &|w| w.peak.to_string());
+    row("server RSS / threads when clients stop", &|w| {
+        w.end.to_string()
+    });
+    row(
+        &format!("stateless clients expired (idle {IDLE_SECS} s)"),
+        &|w| {
+            format!(
+                "{} of {} in {:.1} s",
+                w.swept,
+                CLIENTS / 2,
+                w.expired_in.as_secs_f64()
+            )
+        },
+    );
+    row("server RSS / threads after expiry", &|w| {
+        w.after.to_string()
+    });
+    println!();
+    println!("| server RSS / threads | value |");
+    println!("|---|---|");
+    println!("| at start | {rss_start} |");
+    println!("| before (after warm-up) | {before} |");
+    println!("| settled ({SETTLE_SECS} s after the last wave) | {settled} |");
+
+    for w in &waves {
+        for e in w.tally.protocol_errors.iter().take(10) {
+            eprintln!("protocol error: {e}");
+        }
+        assert!(
+            w.tally.protocol_errors.is_empty(),
+            "{} protocol errors",
+            w.tally.protocol_errors.len()
+        );
+        assert_eq!(
+            w.tally.find.len() + w.tally.call.len(),
+            2 * CLIENTS * ROUNDS,
+            "every request must be answered"
+        );
+    }
+}
+
+/// What one wave measured.
+struct Wave {
+    tally: Tally,
+    wall: Duration,
+    upstream_calls: usize,
+    peak: Sample,
+    end: Sample,
+    after: Sample,
+    swept: usize,
+    expired_in: Duration,
+}
+
+/// `CLIENTS` concurrent clients of `ROUNDS` rounds each, then the wait for the stateless
+/// clients' state to expire.
+async fn wave(
+    http: &reqwest::Client,
+    url: &str,
+    pid: u32,
+    forgotten: &Arc<AtomicUsize>,
+    up: &upstream::Upstream,
+) -> Wave {
+    // Peak sampler.
+    let peak = Arc::new(Mutex::new(Sample::take(pid)));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {
         let (peak, stop) = (Arc::clone(&peak), Arc::clone(&stop));
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
-                peak.fetch_max(rss_kib(pid), Ordering::SeqCst);
+                let now = Sample::take(pid);
+                peak.lock().expect("peak").max_with(now);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         })
     };
 
-    // The warm-up client may already have been swept: count only the load's clients.
+    // Earlier clients may already have been swept: count only this wave's clients.
     forgotten.store(0, Ordering::SeqCst);
     let upstream_before = up.received().len();
     let tally = Arc::new(Mutex::new(Tally::default()));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..CLIENTS {
-        let (http, url, tally) = (http.clone(), url.clone(), Arc::clone(&tally));
+        let (http, url, tally) = (http.clone(), url.to_string(), Arc::clone(&tally));
         tasks.push(tokio::spawn(async move {
             let mut t = Tally::default();
             client(&http, &url, i, ROUNDS, &mut t).await;
@@ -184,7 +313,7 @@ async fn run() {
     let wall = started.elapsed();
     stop.store(true, Ordering::SeqCst);
     let _ = sampler.await;
-    let rss_end = rss_kib(pid);
+    let end = Sample::take(pid);
 
     // State expiry: stateless clients are swept after IDLE_SECS; sessions ended at DELETE.
     let stateless = CLIENTS / 2;
@@ -196,80 +325,20 @@ async fn run() {
     }
     let expired_in = expiry_started.elapsed();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let rss_after = rss_kib(pid);
-    let swept = forgotten.load(Ordering::SeqCst);
+    let after = Sample::take(pid);
     let upstream_calls = up.received().len() - upstream_before;
-    let _ = child.kill().await;
-
-    let t = tally.lock().expect("tally");
-    let requests = t.find.len() + t.call.len();
-    println!("### Load: {CLIENTS} concurrent clients x {ROUNDS} rounds of find_tools + call\n");
-    println!(
-        "{} session-era (2025-11-25) and {} stateless (2026-07-28) clients; upstream on 127.0.0.1.\n",
-        CLIENTS - stateless,
-        stateless
-    );
-    println!("| metric | value |");
-    println!("|---|---|");
-    println!("| wall time | {:.1} s |", wall.as_secs_f64());
-    println!(
-        "| requests (find_tools + calls) | {requests} ({} + {}) |",
-        t.find.len(),
-        t.call.len()
-    );
-    println!(
-        "| throughput | {:.0} requests/s ({:.0} rounds/s) |",
-        requests as f64 / wall.as_secs_f64(),
-        t.call.len() as f64 / wall.as_secs_f64()
-    );
-    println!(
-        "| find_tools p50 / p99 | {} / {} |",
-        ms(percentile(&t.find, 0.50)),
-        ms(percentile(&t.find, 0.99))
-    );
-    println!(
-        "| call (upstream round trip) p50 / p99 | {} / {} |",
-        ms(percentile(&t.call, 0.50)),
-        ms(percentile(&t.call, 0.99))
-    );
-    println!("| protocol errors | {} |", t.protocol_errors.len());
-    println!("| tool errors | {} |", t.tool_errors);
-    println!(
-        "| find_tools answers without searchMovie in the top 3 | {} |",
-        t.misses
-    );
-    println!(
-        "| upstream requests received | {upstream_calls} (expected {}) |",
-        CLIENTS * ROUNDS
-    );
-    println!("| server RSS at start | {} |", mib(rss_start));
-    println!(
-        "| server RSS before (after warm-up) | {} |",
-        mib(rss_before)
-    );
-    println!(
-        "| server RSS peak during | {} |",
-        mib(peak.load(Ordering::SeqCst))
-    );
-    println!("| server RSS when clients stop | {} |", mib(rss_end));
-    println!(
-        "| stateless clients expired (idle {IDLE_SECS} s) | {swept} of {stateless} in {:.1} s |",
-        expired_in.as_secs_f64()
-    );
-    println!("| server RSS after expiry | {} |", mib(rss_after));
-    for e in t.protocol_errors.iter().take(10) {
-        eprintln!("protocol error: {e}");
+    let tally = std::mem::take(&mut *tally.lock().expect("tally"));
+    let peak = *peak.lock().expect("peak");
+    Wave {
+        tally,
+        wall,
+        upstream_calls,
+        peak,
+        end,
+        after,
+        swept: forgotten.load(Ordering::SeqCst),
+        expired_in,
     }
-    assert!(
-        t.protocol_errors.is_empty(),
-        "{} protocol errors",
-        t.protocol_errors.len()
-    );
-    assert_eq!(
-        requests,
-        2 * CLIENTS * ROUNDS,
-        "every request must be answered"
-    );
 }
 
 /// One client: `rounds` rounds of find_tools + a searchMovie call. Even `i`: a 2025-11-25
@@ -424,17 +493,41 @@ fn clip(s: &str) -> String {
     s.chars().take(300).collect()
 }
 
-/// VmRSS of a process, in KiB (0 when unreadable).
-fn rss_kib(pid: u32) -> usize {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+/// Resident memory and thread count of a process (`/proc/<pid>/status`; zeros when
+/// unreadable). Threads matter here: each one keeps a stack and a malloc cache resident.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    rss_kib: usize,
+    threads: usize,
+}
+
+impl Sample {
+    fn take(pid: u32) -> Sample {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| -> usize {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
+                .unwrap_or(0)
+        };
+        Sample {
+            rss_kib: field("VmRSS:"),
+            threads: field("Threads:"),
+        }
+    }
+
+    fn max_with(&mut self, other: Sample) {
+        self.rss_kib = self.rss_kib.max(other.rss_kib);
+        self.threads = self.threads.max(other.threads);
+    }
+}
+
+impl std::fmt::Display for Sample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} / {} threads", mib(self.rss_kib), self.threads)
+    }
 }
 
 fn mib(kib: usize) -> String {

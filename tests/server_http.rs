@@ -352,3 +352,71 @@ async fn ended_clients_release_their_state() {
         "the upstream token leaked into the log"
     );
 }
+
+/// A burst of concurrent `find_tools` calls queues for the CPU instead of parking a
+/// blocking thread per request: the server's thread count stays bounded by its cores, so
+/// the memory those threads hold does not grow with the number of clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_searches_does_not_grow_a_thread_per_request() {
+    const BURST: usize = 48;
+    let up = upstream::start().await;
+    let fx = Fixture::new(&up.base_url());
+    let srv = HttpServer::start(&fx, &[]).await;
+    let pid = srv.child.id().expect("server pid");
+    let threads = move || -> usize {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse().ok())
+            })
+            .expect("the server's thread count")
+    };
+    let idle = threads();
+    let http = reqwest::Client::new();
+    let mut burst = Vec::new();
+    for i in 0..BURST {
+        let (http, url) = (http.clone(), srv.url("/mcp"));
+        burst.push(tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "find_tools",
+                "arguments": {"query": format!("movie credits of film number {i}"), "k": 2},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "burst", "version": "0"}}}});
+            let r = http
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("authorization", format!("Bearer burst-{i}"))
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "find_tools")
+                .body(body.to_string())
+                .send()
+                .await
+                .expect("POST find_tools");
+            assert!(r.status().is_success(), "HTTP {}", r.status());
+            let text = r.text().await.expect("body");
+            assert!(text.contains("\"result\""), "{text}");
+        }));
+    }
+    let mut peak = idle;
+    while !burst.iter().all(|t| t.is_finished()) {
+        peak = peak.max(threads());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    for t in burst {
+        t.await.expect("client task");
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Async workers and ranking threads (one set each per core), the embedder's and the
+    // runtime's own few: well under one thread per request.
+    let bound = idle + 2 * cores + 4;
+    assert!(
+        peak <= bound,
+        "{BURST} concurrent searches raised the server from {idle} to {peak} threads (bound {bound})"
+    );
+}

@@ -67,6 +67,11 @@ pub struct ServerState {
     options: ServerOptions,
     api_ids: Vec<String>,
     static_tools: OnceLock<Vec<Tool>>,
+    /// Rankings running at once. Ranking is CPU work, so more of them than cores only
+    /// queue inside; bounding them here keeps a burst of clients from parking one
+    /// blocking thread each (a stack and a malloc cache apiece, resident until the thread
+    /// idles out) on the embedder's lock.
+    ranking: tokio::sync::Semaphore,
 }
 
 impl ServerState {
@@ -97,6 +102,9 @@ impl ServerState {
             options,
             api_ids,
             static_tools: OnceLock::new(),
+            ranking: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ),
         }
     }
 
@@ -188,6 +196,10 @@ impl ServerState {
         let state = Arc::clone(self);
         let FindArgs { query, k, api } = args;
         let q = query.clone();
+        // Never closed, so acquiring only waits for a free slot.
+        let Ok(_permit) = self.ranking.acquire().await else {
+            return Found::error("ranking failed (internal error)".into());
+        };
         let ranked =
             tokio::task::spawn_blocking(move || state.shortlister.search(&q, k, api.as_deref()))
                 .await;
