@@ -13,12 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// (setting, queries, R@5 floor, R@10 floor), recall in percent. Measured with the
-/// defaults (docs/results.md): Spotify 75.4 / 91.5, TMDB 73.7 / 91.5, merged 75.6 / 91.3.
+/// defaults (docs/results.md): Spotify 75.4 / 91.5, TMDB 73.7 / 91.5, merged 75.9 / 91.5.
 const FLOORS: [(&str, usize, f64, f64); 3] = [
     ("spotify_oas", 57, 72.0, 88.0),
     ("tmdb_oas", 100, 70.0, 88.0),
     ("spotify_oas+tmdb_oas", 157, 72.0, 88.0),
 ];
+
+/// (setting, F1@10 floor) of the adaptive cut (`--split true --cut 0.9`), in percent.
+/// Measured: Spotify 66.2, TMDB 51.2 (docs/results.md).
+const CUT_FLOORS: [(&str, f64); 2] = [("spotify_oas", 63.0), ("tmdb_oas", 48.0)];
 
 fn bench() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/restbench")
@@ -95,6 +99,40 @@ fn restbench_recall_stays_above_the_floors() {
         let (report, e) = run_setting(setting, &config, embedder, |_| {}).expect("evaluation runs");
         embedder = e;
         check(&report);
+    }
+
+    // The adaptive cut: short lists, F1 well above what any fixed k reaches.
+    let cut = EvalConfig {
+        options: Options {
+            split: true,
+            cut: Some(0.9),
+            ..Options::default()
+        },
+        ..config
+    };
+    for setting in &settings[..2] {
+        let (report, e) = run_setting(setting, &cut, embedder, |_| {}).expect("evaluation runs");
+        embedder = e;
+        let (_, floor) = CUT_FLOORS
+            .iter()
+            .find(|(name, _)| *name == report.name)
+            .expect("a cut floor");
+        let at = report.overall.at.iter().find(|a| a.k == 10).expect("k 10");
+        let f1 = 100.0 * at.f1;
+        eprintln!(
+            "{} with the cut: F1@10 {f1:.1}, {:.2} endpoints returned",
+            report.name, at.returned
+        );
+        assert!(
+            f1 >= *floor,
+            "{}: cut F1@10 {f1:.1} < floor {floor}",
+            report.name
+        );
+        assert!(
+            at.returned < 4.0,
+            "the cut returned {:.2} endpoints",
+            at.returned
+        );
     }
 }
 

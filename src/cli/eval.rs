@@ -75,6 +75,10 @@ pub struct EvalArgs {
     /// nothing up (1: no change).
     #[arg(long, value_name = "W")]
     pub name_list_weight: Option<f32>,
+    /// Unless the query asks to remove something, weight of DELETE endpoints (1: no
+    /// change).
+    #[arg(long, value_name = "W")]
+    pub unasked_delete_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -133,6 +137,9 @@ impl EvalArgs {
             clause_after: self.clause_after.unwrap_or(d.clause_after),
             expand: self.expand.unwrap_or(d.expand),
             name_list_weight: self.name_list_weight.unwrap_or(d.name_list_weight),
+            unasked_delete_weight: self
+                .unasked_delete_weight
+                .unwrap_or(d.unasked_delete_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

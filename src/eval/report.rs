@@ -49,6 +49,9 @@ pub fn describe(r: &SettingReport) -> String {
     if o.name_list_weight != 1.0 {
         let _ = write!(s, " name-list-weight={}", o.name_list_weight);
     }
+    if o.unasked_delete_weight != 1.0 {
+        let _ = write!(s, " unasked-delete-weight={}", o.unasked_delete_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");
@@ -206,6 +209,7 @@ mod tests {
                 gold: vec!["x GET /b".into(), "x GET /c".into()],
                 returned: vec!["x GET /a".into(), "x GET /b".into()],
                 added: vec![false, true],
+                scores: vec![0.9, 0.9],
                 gold_ranks: vec![Some(2), None],
                 metrics: m,
             }],

@@ -108,6 +108,8 @@ pub struct QueryOutcome {
     pub returned: Vec<String>,
     /// Which of `returned` were added as phrase matches or prerequisites.
     pub added: Vec<bool>,
+    /// The ranking's score of each of `returned` (for score fusion, what the cut compares).
+    pub scores: Vec<f32>,
     /// 1-based rank of each gold endpoint in the full ranking (`None`: cut off).
     pub gold_ranks: Vec<Option<usize>>,
     pub metrics: QueryMetrics,
@@ -188,6 +190,7 @@ pub fn run_setting(
                 .iter()
                 .map(|h| h.source != crate::shortlist::Source::Query)
                 .collect(),
+            scores: top.iter().map(|h| h.score).collect(),
             id: case.id,
             query: case.query,
             source: case.source,

@@ -12,9 +12,10 @@
 use super::{Hit, Source};
 
 /// Keeps the endpoints ranked for the query (or matching one of its phrases) whose
-/// confidence is at least `ratio` times the first one's, and the prerequisites of kept
+/// confidence is at least `ratio` times the first one's, the endpoints in `always` (the
+/// best match of each task of a multi-task query), and the prerequisites of kept
 /// endpoints. The first endpoint is always kept.
-pub fn cut(hits: Vec<Hit>, confidence: &[f32], ratio: f32) -> Vec<Hit> {
+pub fn cut(hits: Vec<Hit>, confidence: &[f32], ratio: f32, always: &[usize]) -> Vec<Hit> {
     let Some(first) = hits.first() else {
         return hits;
     };
@@ -23,7 +24,9 @@ pub fn cut(hits: Vec<Hit>, confidence: &[f32], ratio: f32) -> Vec<Hit> {
     for (i, h) in hits.iter().enumerate() {
         let keep = match h.source {
             _ if i == 0 => true,
-            Source::Query | Source::Phrase => confidence[h.position] >= floor,
+            Source::Query | Source::Phrase => {
+                confidence[h.position] >= floor || always.contains(&h.position)
+            }
             Source::Prerequisite(of) => kept.iter().any(|k| k.position == of),
         };
         if keep {
@@ -68,15 +71,20 @@ mod tests {
             hit(3, q),
         ];
         let kept = |h: Vec<Hit>| h.iter().map(|h| h.position).collect::<Vec<_>>();
-        assert_eq!(kept(cut(hits.clone(), &conf, 0.4)), [0, 2, 1, 4, 3]);
-        assert_eq!(kept(cut(hits.clone(), &conf, 0.8)), [0, 2, 1, 3]);
-        assert_eq!(kept(cut(hits.clone(), &conf, 0.92)), [0, 2, 3]);
+        assert_eq!(kept(cut(hits.clone(), &conf, 0.4, &[])), [0, 2, 1, 4, 3]);
+        assert_eq!(kept(cut(hits.clone(), &conf, 0.8, &[])), [0, 2, 1, 3]);
+        assert_eq!(kept(cut(hits.clone(), &conf, 0.92, &[])), [0, 2, 3]);
         assert_eq!(
-            kept(cut(hits, &conf, 0.96)),
+            kept(cut(hits.clone(), &conf, 0.96, &[])),
             [0, 2],
             "a prerequisite goes with its consumer"
         );
-        assert!(cut(Vec::new(), &conf, 0.5).is_empty());
+        assert_eq!(
+            kept(cut(hits, &conf, 0.96, &[4])),
+            [0, 2, 4],
+            "a task part's best match stays"
+        );
+        assert!(cut(Vec::new(), &conf, 0.5, &[]).is_empty());
     }
 
     #[test]
