@@ -11,6 +11,11 @@ use std::collections::HashMap;
 /// The longest name clients accept.
 pub const MAX_LEN: usize = 64;
 
+/// Names the server's own tools take (`find_tools`, `describe_tool`, `call_tool`). An
+/// endpoint whose operationId is one of them gets a suffix instead: two tools of one name
+/// would leave the endpoint uncallable, and some clients refuse a list with duplicates.
+pub const RESERVED: &[&str] = &["find_tools", "describe_tool", "call_tool"];
+
 /// Keeps `[A-Za-z0-9_-]`, maps everything else to `_`, collapses runs of `_`.
 pub fn sanitize(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -61,7 +66,7 @@ fn fit(name: &str, max: usize) -> String {
 /// API id. Endpoints must already be in a deterministic order (by api, path, method);
 /// duplicates get `_2`, `_3`, ... in that order.
 pub fn assign(endpoints: &mut [Endpoint], prefix_with_api: bool) {
-    let mut used: HashMap<String, usize> = HashMap::new();
+    let mut used: HashMap<String, usize> = RESERVED.iter().map(|r| (r.to_string(), 1)).collect();
     for ep in endpoints.iter_mut() {
         let base = base_name(ep);
         let full = if prefix_with_api {
@@ -95,5 +100,21 @@ mod tests {
         let f = fit(&long, 64);
         assert_eq!(f.len(), 64);
         assert_ne!(fit(&format!("{long}b"), 64), f);
+    }
+
+    #[test]
+    fn never_takes_the_servers_own_tool_names() {
+        use crate::catalog::Method;
+        let mut eps: Vec<Endpoint> = ["find_tools", "Call_Tool", "describe_tool"]
+            .iter()
+            .map(|op| {
+                let mut e = crate::invoke::args::tests::endpoint(Method::Get, "/x", vec![]);
+                e.operation_id = Some(op.to_string());
+                e
+            })
+            .collect();
+        assign(&mut eps, false);
+        let names: Vec<&str> = eps.iter().map(|e| e.tool_name.as_str()).collect();
+        assert_eq!(names, ["find_tools_2", "Call_Tool_2", "describe_tool_2"]);
     }
 }

@@ -25,7 +25,8 @@ pub const MAX_QUERY_CHARS: usize = 2000;
 /// Shortlist size when the client does not say.
 pub const DEFAULT_K: usize = 5;
 
-/// Whether a name is one of the meta-tools.
+/// Whether a name is one of the meta-tools. Endpoints never take these names
+/// ([`crate::catalog::naming::RESERVED`]).
 pub fn is_meta(name: &str) -> bool {
     matches!(name, FIND_TOOLS | DESCRIBE_TOOL | CALL_TOOL)
 }
@@ -234,6 +235,15 @@ fn reject_unknown(args: &JsonObject, known: &[&str]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_meta_tool_name_is_reserved_from_endpoints() {
+        for name in [FIND_TOOLS, DESCRIBE_TOOL, CALL_TOOL] {
+            assert!(is_meta(name));
+            assert!(crate::catalog::naming::RESERVED.contains(&name), "{name}");
+        }
+        assert_eq!(crate::catalog::naming::RESERVED.len(), 3);
+    }
 
     fn obj(v: Value) -> JsonObject {
         v.as_object().cloned().unwrap_or_default()
