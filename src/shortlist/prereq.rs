@@ -10,8 +10,11 @@
 //! Everything here comes from the spec's structure, never from endpoint names:
 //! - a **need** is a path parameter, or a required query / body field, whose name ends in an
 //!   identifier word (`movie_id`, `{id}`, `ids`, `uris`), unless its schema is an enum (its
-//!   values are then known up front). Its **noun** is the rest of the name (`movie`), or,
+//!   values are then known up front), or a required body array of objects that carry one
+//!   (`"tracks": [{"uri": ...}]`). Its **noun** is the rest of the name (`movie`), or,
 //!   for a bare `id`, the path segment it qualifies (`/albums/{id}` -> `album`).
+//! - a removal from a collection (`DELETE /playlists/{id}/tracks`) picks what it removes
+//!   from that collection's own listing (`GET /playlists/{id}/tracks`) when there is one.
 //! - **producers** of a need (never, for an addition to a collection, the listing of that
 //!   same collection), by strength of evidence (the first non-empty tier is used):
 //!   0. endpoints the description names (`call GET /me first to get the user_id`);
@@ -168,6 +171,9 @@ impl Facts {
                 let schema = body.schema.pointer(&format!("/properties/{name}"));
                 if is_id_name(name) && !schema.is_some_and(is_enum) {
                     push_need(&mut needs, name, noun_of(name, &e.path, false));
+                } else if schema.is_some_and(lists_references) {
+                    // `"tracks": [{"uri": ...}]`: references to tracks.
+                    push_need(&mut needs, name, tokenize(name).pop());
                 }
             }
         }
@@ -330,8 +336,29 @@ fn needs_of(
     let listed = |map: &HashMap<&str, Vec<usize>>, key: &str| -> Vec<usize> {
         map.get(key).map_or(none, Vec::as_slice).to_vec()
     };
+    // What is removed from a collection is picked from that collection's own listing
+    // (`GET /playlists/{id}/tracks` for `DELETE /playlists/{id}/tracks`).
+    let own_listing = (e.method == Method::Delete)
+        .then(|| pool.by_key.get(&("GET", e.path.as_str())).copied())
+        .flatten()
+        .filter(|&j| facts[j].returns_ids);
+    let collection = e
+        .path
+        .split('/')
+        .rev()
+        .find(|s| !s.is_empty() && !s.starts_with('{'))
+        .and_then(|s| tokenize(s).pop());
     for (param, noun) in &facts[i].needs {
         let n = noun.as_deref();
+        if let Some(j) = own_listing.filter(|_| n.is_some() && n == collection.as_deref()) {
+            out.push(Need {
+                param: param.clone(),
+                noun: noun.clone(),
+                producers: vec![j],
+                evidence: Evidence::About,
+            });
+            continue;
+        }
         let about = {
             let mut v = if param.len() > 3 {
                 listed(&pool.by_field, param)
@@ -387,6 +414,16 @@ pub fn is_id_name(name: &str) -> bool {
     crate::text::split_identifier(name)
         .last()
         .is_some_and(|w| ID_WORDS.contains(&w.as_str()))
+}
+
+/// An array of objects that carry an identifier field (`[{"uri": ...}]`): references to
+/// existing things, which someone has to produce.
+fn lists_references(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("array")
+        && schema
+            .pointer("/items/properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.keys().any(|k| is_id_name(k)))
 }
 
 fn is_enum(schema: &Value) -> bool {

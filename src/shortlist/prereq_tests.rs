@@ -154,3 +154,58 @@ fn nouns() {
     assert!(is_id_name("uris") && is_id_name("user_id") && !is_id_name("width"));
     assert!(!is_id_name("season_number") && !is_id_name("idea"));
 }
+
+/// `DELETE /playlists/{playlist_id}/tracks` with a body of `[{"uri": ...}]`: the track
+/// references are a need, and a removal picks them from the same collection's listing,
+/// while an addition to that collection does not.
+#[test]
+fn removals_pick_from_their_own_collection() {
+    let body = json!({"content_type": "application/json", "required": true,
+        "description": null, "schema": {"type": "object", "required": ["tracks"],
+        "properties": {"tracks": {"type": "array", "items": {"type": "object",
+            "properties": {"uri": {"type": "string"}}}}}}});
+    let with_body = |method: &str| {
+        let mut e = ep(
+            method,
+            "/playlists/{playlist_id}/tracks",
+            path_id("playlist_id"),
+            &[],
+        );
+        e.request_body = Some(serde_json::from_value(body.clone()).unwrap());
+        e
+    };
+    let eps = vec![
+        with_body("DELETE"),
+        ep(
+            "GET",
+            "/playlists/{playlist_id}/tracks",
+            path_id("playlist_id"),
+            &["items", "track", "id", "uri"],
+        ),
+        ep("GET", "/me/playlists", json!([]), &["items", "id", "name"]),
+        ep(
+            "GET",
+            "/me/tracks",
+            json!([]),
+            &["items", "track", "tracks", "id"],
+        ),
+        with_body("POST"),
+    ];
+    let g = Graph::build(&eps);
+    let tracks = |i: usize| {
+        g.needs(i)
+            .iter()
+            .find(|n| n.param == "tracks")
+            .map(|n| n.producers.clone())
+    };
+    assert_eq!(tracks(0), Some(vec![1]), "{:?}", g.needs(0));
+    let added = tracks(4).expect("an addition needs track references too");
+    assert!(!added.contains(&1), "{added:?}");
+    assert!(added.contains(&3), "{added:?}");
+    let playlist = g
+        .needs(0)
+        .iter()
+        .find(|n| n.param == "playlist_id")
+        .unwrap();
+    assert_eq!(playlist.producers, vec![2]);
+}
