@@ -284,9 +284,11 @@ impl Shortlister {
         }
         // The best endpoint of each task part: the cut keeps it, so a request for three
         // things is not cut down to the one the whole sentence matches best.
+        let cuts = self.options.cut.is_some();
         let part_tops: Vec<usize> = scored
             .iter()
             .skip(1)
+            .filter(|_| cuts)
             .filter_map(|sc| {
                 fusion::order_top(&sc.rank_score, &allowed, 1)
                     .first()
@@ -330,21 +332,26 @@ impl Shortlister {
     /// something, that thing has to be looked up first, and what follows acts on it by
     /// identifier, so such a list is rarely a step of the task.
     fn weigh_lists(&self, scored: &mut Scored) {
-        let w = self.options.name_list_weight.clamp(0.0, 1.0);
-        for i in 0..scored.rank_score.len() {
-            let e = self.endpoint(i);
-            if e.method.is_safe() && self.graph.needs(i).is_empty() && !self.graph.is_lookup(i) {
-                scored.rank_score[i] *= w;
-                scored.confidence[i] *= w;
-            }
-        }
+        self.weigh(scored, self.options.name_list_weight, |i| {
+            self.endpoint(i).method.is_safe()
+                && self.graph.needs(i).is_empty()
+                && !self.graph.is_lookup(i)
+        });
     }
 
     /// Multiplies the scores of `DELETE` endpoints by `unasked_delete_weight`.
     fn weigh_deletes(&self, scored: &mut Scored) {
-        let w = self.options.unasked_delete_weight.clamp(0.0, 1.0);
+        self.weigh(scored, self.options.unasked_delete_weight, |i| {
+            self.endpoint(i).method == crate::catalog::Method::Delete
+        });
+    }
+
+    /// Multiplies the rank score and confidence of the positions `which` picks by `w`
+    /// (clamped to 0..=1).
+    fn weigh(&self, scored: &mut Scored, w: f32, which: impl Fn(usize) -> bool) {
+        let w = w.clamp(0.0, 1.0);
         for i in 0..scored.rank_score.len() {
-            if self.endpoint(i).method == crate::catalog::Method::Delete {
+            if which(i) {
                 scored.rank_score[i] *= w;
                 scored.confidence[i] *= w;
             }

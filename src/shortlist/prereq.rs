@@ -338,19 +338,22 @@ fn needs_of(
     };
     // What is removed from a collection is picked from that collection's own listing
     // (`GET /playlists/{id}/tracks` for `DELETE /playlists/{id}/tracks`).
-    let own_listing = (e.method == Method::Delete)
+    let own_listing: Option<(usize, String)> = (e.method == Method::Delete)
         .then(|| pool.by_key.get(&("GET", e.path.as_str())).copied())
         .flatten()
-        .filter(|&j| facts[j].returns_ids);
-    let collection = e
-        .path
-        .split('/')
-        .rev()
-        .find(|s| !s.is_empty() && !s.starts_with('{'))
-        .and_then(|s| tokenize(s).pop());
+        .filter(|&j| facts[j].returns_ids)
+        .and_then(|j| {
+            let collection = e
+                .path
+                .split('/')
+                .rev()
+                .find(|s| !s.is_empty() && !s.starts_with('{'))
+                .and_then(|s| tokenize(s).pop())?;
+            Some((j, collection))
+        });
     for (param, noun) in &facts[i].needs {
         let n = noun.as_deref();
-        if let Some(j) = own_listing.filter(|_| n.is_some() && n == collection.as_deref()) {
+        if let Some(&(j, _)) = own_listing.as_ref().filter(|(_, c)| n == Some(c.as_str())) {
             out.push(Need {
                 param: param.clone(),
                 noun: noun.clone(),
