@@ -281,42 +281,40 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
             }
         };
         let doc = &mut work.spec.doc;
-        if let (Some(g), Some(pl)) = (&out.description, plan.description) {
-            let field = if pl == Placement::InPlace {
+        // The description where the plan puts it; the document expansions beside the spec's
+        // own texts, never over them.
+        let description_field = plan.description.map(|pl| {
+            if pl == Placement::InPlace {
                 Field::Description
             } else {
                 Field::DescriptionBeside
-            };
-            note(apply::set_op_field(
-                doc,
-                family,
-                route,
-                method,
-                field,
-                json!(g.value),
-                Some(&g.provenance),
-            ));
-            count(&g.provenance, |c| c.descriptions += 1);
-        }
-        // The document expansions: written beside the spec's own texts, never over them.
-        let expansions = [
+            }
+        });
+        let writes = [
             (
-                Field::Summary,
+                description_field,
+                out.description
+                    .as_ref()
+                    .map(|g| (json!(g.value), &g.provenance)),
+                (|c| c.descriptions += 1) as fn(&mut Counts),
+            ),
+            (
+                Some(Field::Summary),
                 out.summary
                     .as_ref()
                     .map(|g| (json!(g.value), &g.provenance)),
-                (|c| c.summaries += 1) as fn(&mut Counts),
+                |c| c.summaries += 1,
             ),
             (
-                Field::Questions,
+                Some(Field::Questions),
                 out.questions
                     .as_ref()
                     .map(|g| (json!(g.value), &g.provenance)),
                 |c| c.questions += 1,
             ),
         ];
-        for (field, generated, counter) in expansions {
-            if let Some((value, provenance)) = generated {
+        for (field, generated, counter) in writes {
+            if let (Some(field), Some((value, provenance))) = (field, generated) {
                 note(apply::set_op_field(
                     doc,
                     family,
