@@ -79,6 +79,9 @@ pub struct EvalArgs {
     /// change).
     #[arg(long, value_name = "W")]
     pub unasked_delete_weight: Option<f32>,
+    /// When the query names a person, weight of endpoints not about people (1: no change).
+    #[arg(long, value_name = "W")]
+    pub person_name_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -140,6 +143,7 @@ impl EvalArgs {
             unasked_delete_weight: self
                 .unasked_delete_weight
                 .unwrap_or(d.unasked_delete_weight),
+            person_name_weight: self.person_name_weight.unwrap_or(d.person_name_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

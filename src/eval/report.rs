@@ -52,6 +52,9 @@ pub fn describe(r: &SettingReport) -> String {
     if o.unasked_delete_weight != 1.0 {
         let _ = write!(s, " unasked-delete-weight={}", o.unasked_delete_weight);
     }
+    if o.person_name_weight != 1.0 {
+        let _ = write!(s, " person-name-weight={}", o.person_name_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");

@@ -29,12 +29,13 @@
 //!   3. **lookups**: endpoints taking a free-text query parameter (`q`, `query`) and
 //!      returning identifiers.
 
+use super::people;
 use crate::catalog::{Endpoint, Method, ParamLocation};
 use crate::index::lexical::tokenize;
 use once_cell::sync::Lazy;
 use regex::Regex;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Words that mark a parameter as an identifier.
 const ID_WORDS: &[&str] = &["id", "ids", "uri", "uris", "uuid", "guid", "key", "slug"];
@@ -82,6 +83,11 @@ pub struct Graph {
     depth: Vec<usize>,
     /// The API of each endpoint.
     api: Vec<String>,
+    /// Whether each endpoint is about people: it needs a person's identifier that a lookup
+    /// produces, or it looks people up.
+    people: Vec<bool>,
+    /// Stemmed literal path segments of the whole catalog: the kinds of things it serves.
+    path_nouns: HashSet<String>,
 }
 
 impl Graph {
@@ -106,12 +112,47 @@ impl Graph {
                 None => Vec::new(),
             })
             .collect();
+        // A person a request names is found by name, so only a need that a lookup can
+        // fill counts: Spotify's `user_id` comes from `/me`, the caller, never a named
+        // person.
+        let needs: Vec<Vec<Need>> = needs;
+        let people = facts
+            .iter()
+            .zip(&lookup)
+            .zip(&needs)
+            .map(|((f, &l), needs)| {
+                let person_need = |n: &Need| {
+                    n.noun.as_deref().is_some_and(people::is_person_noun)
+                        && n.producers.iter().any(|&j| lookup[j])
+                };
+                needs.iter().any(person_need)
+                    || (l && f.about.iter().any(|n| people::is_person_noun(n)))
+            })
+            .collect();
+        let path_nouns = endpoints
+            .iter()
+            .flat_map(|e| e.path.split('/'))
+            .filter(|s| !s.is_empty() && !s.starts_with('{'))
+            .flat_map(tokenize)
+            .collect();
         Graph {
             needs,
             lookup,
             depth,
             api: endpoints.iter().map(|e| e.api.clone()).collect(),
+            people,
+            path_nouns,
         }
+    }
+
+    /// Whether endpoint `position` is about people (see [`super::people`]).
+    pub fn is_about_people(&self, position: usize) -> bool {
+        self.people.get(position).copied().unwrap_or(false)
+    }
+
+    /// Whether a stemmed word is a literal path segment somewhere in the catalog.
+    pub fn is_path_noun(&self, stem: &str) -> bool {
+        self.path_nouns.contains(stem)
     }
 
     /// What endpoint `position` needs.

@@ -209,3 +209,43 @@ fn removals_pick_from_their_own_collection() {
         .unwrap();
     assert_eq!(playlist.producers, vec![2]);
 }
+
+/// People are what a lookup finds by name: an endpoint that needs a person's identifier
+/// a search produces is about people; one whose user comes from `/me` (the caller) is not.
+#[test]
+fn people_are_found_by_lookups() {
+    let search = ep(
+        "GET",
+        "/search/person",
+        json!([param("query", "query", true, json!({"type": "string"}))]),
+        &["results", "id", "name"],
+    );
+    let mut me = ep("GET", "/me", json!([]), &["id", "display_name"]);
+    me.summary = Some("Get Current User's Profile".into());
+    let eps = vec![
+        search,
+        ep(
+            "GET",
+            "/person/{person_id}/movie_credits",
+            path_id("person_id"),
+            &["cast", "id"],
+        ),
+        me,
+        ep(
+            "POST",
+            "/users/{user_id}/playlists",
+            path_id("user_id"),
+            &["id"],
+        ),
+        ep(
+            "GET",
+            "/movie/{movie_id}/credits",
+            path_id("movie_id"),
+            &["cast", "id"],
+        ),
+    ];
+    let g = Graph::build(&eps);
+    let about: Vec<bool> = (0..eps.len()).map(|i| g.is_about_people(i)).collect();
+    assert_eq!(about, [true, true, false, false, false]);
+    assert!(g.is_path_noun("person") && g.is_path_noun("movi") && !g.is_path_noun("cast"));
+}
