@@ -17,7 +17,7 @@ pub mod cut;
 pub mod expand;
 pub mod fusion;
 pub mod intents;
-pub mod people;
+pub mod named;
 pub mod prereq;
 pub mod removal;
 
@@ -75,9 +75,10 @@ pub struct Options {
     /// Unless the query asks to remove something ([`removal`]), the scores of `DELETE`
     /// endpoints are multiplied by this (1 leaves them alone).
     pub unasked_delete_weight: f32,
-    /// When the query names a person ([`people`]), the scores of endpoints that are not
-    /// about people are multiplied by this (1 leaves them alone).
-    pub person_name_weight: f32,
+    /// When the query names a person or says the kind of a thing it names ([`named`]),
+    /// the scores of endpoints that work on no such kind are multiplied by this (1 leaves
+    /// them alone).
+    pub named_kind_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -102,7 +103,7 @@ impl Default for Options {
             // Measured: recall@5 and @10 unchanged on RestBench, F1 of the cut list up (and
             // no deletion offered for a request to save).
             unasked_delete_weight: 0.6,
-            person_name_weight: 0.7,
+            named_kind_weight: 0.7,
             cut: None,
         }
     }
@@ -287,13 +288,18 @@ impl Shortlister {
                 self.weigh_deletes(sc);
             }
         }
-        if self.options.person_name_weight != 1.0
-            && people::names_person(query, |s| self.graph.is_path_noun(s))
-        {
-            for sc in scored.iter_mut() {
-                self.weigh(sc, self.options.person_name_weight, |i| {
-                    !self.graph.is_about_people(i)
-                });
+        if self.options.named_kind_weight != 1.0 {
+            let is_noun = |s: &str| self.graph.is_path_noun(s);
+            let person = named::names_person(query, is_noun);
+            let typed = named::typed_name(query, is_noun);
+            if person || typed.is_some() {
+                let kind =
+                    |n: &str| (person && named::is_person_noun(n)) || typed.as_deref() == Some(n);
+                for sc in scored.iter_mut() {
+                    self.weigh(sc, self.options.named_kind_weight, |i| {
+                        !self.graph.works_on(i, kind)
+                    });
+                }
             }
         }
         // The best endpoint of each task part: the cut keeps it, so a request for three

@@ -79,9 +79,10 @@ pub struct EvalArgs {
     /// change).
     #[arg(long, value_name = "W")]
     pub unasked_delete_weight: Option<f32>,
-    /// When the query names a person, weight of endpoints not about people (1: no change).
+    /// When the query names a person or says a named thing's kind, weight of endpoints that
+    /// work on no such kind (1: no change).
     #[arg(long, value_name = "W")]
-    pub person_name_weight: Option<f32>,
+    pub named_kind_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -143,7 +144,7 @@ impl EvalArgs {
             unasked_delete_weight: self
                 .unasked_delete_weight
                 .unwrap_or(d.unasked_delete_weight),
-            person_name_weight: self.person_name_weight.unwrap_or(d.person_name_weight),
+            named_kind_weight: self.named_kind_weight.unwrap_or(d.named_kind_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

@@ -52,8 +52,8 @@ pub fn describe(r: &SettingReport) -> String {
     if o.unasked_delete_weight != 1.0 {
         let _ = write!(s, " unasked-delete-weight={}", o.unasked_delete_weight);
     }
-    if o.person_name_weight != 1.0 {
-        let _ = write!(s, " person-name-weight={}", o.person_name_weight);
+    if o.named_kind_weight != 1.0 {
+        let _ = write!(s, " named-kind-weight={}", o.named_kind_weight);
     }
     match o.cut {
         Some(c) => {

@@ -29,7 +29,6 @@
 //!   3. **lookups**: endpoints taking a free-text query parameter (`q`, `query`) and
 //!      returning identifiers.
 
-use super::people;
 use crate::catalog::{Endpoint, Method, ParamLocation};
 use crate::index::lexical::tokenize;
 use once_cell::sync::Lazy;
@@ -83,9 +82,10 @@ pub struct Graph {
     depth: Vec<usize>,
     /// The API of each endpoint.
     api: Vec<String>,
-    /// Whether each endpoint is about people: it needs a person's identifier that a lookup
-    /// produces, or it looks people up.
-    people: Vec<bool>,
+    /// The kinds of named things each endpoint works on (stemmed nouns): those of the
+    /// identifiers it needs that a lookup produces, and for a lookup, what it finds. A
+    /// thing a request names is found by name, so only these kinds count.
+    kinds: Vec<Vec<String>>,
     /// Stemmed literal path segments of the whole catalog: the kinds of things it serves.
     path_nouns: HashSet<String>,
 }
@@ -104,7 +104,7 @@ impl Graph {
             .map(|e| e.path.split('/').filter(|s| !s.is_empty()).count())
             .collect();
         let pools = pools(endpoints, &facts, &lookup);
-        let needs = endpoints
+        let needs: Vec<Vec<Need>> = endpoints
             .iter()
             .enumerate()
             .map(|(i, e)| match pools.get(e.api.as_str()) {
@@ -112,21 +112,24 @@ impl Graph {
                 None => Vec::new(),
             })
             .collect();
-        // A person a request names is found by name, so only a need that a lookup can
-        // fill counts: Spotify's `user_id` comes from `/me`, the caller, never a named
-        // person.
-        let needs: Vec<Vec<Need>> = needs;
-        let people = facts
+        // Spotify's `user_id` comes from `/me` (the caller), not from a lookup, so a named
+        // person never makes `/users/{user_id}/playlists` a step.
+        let kinds: Vec<Vec<String>> = facts
             .iter()
             .zip(&lookup)
             .zip(&needs)
             .map(|((f, &l), needs)| {
-                let person_need = |n: &Need| {
-                    n.noun.as_deref().is_some_and(people::is_person_noun)
-                        && n.producers.iter().any(|&j| lookup[j])
-                };
-                needs.iter().any(person_need)
-                    || (l && f.about.iter().any(|n| people::is_person_noun(n)))
+                let mut kinds: Vec<String> = needs
+                    .iter()
+                    .filter(|n| n.producers.iter().any(|&j| lookup[j]))
+                    .filter_map(|n| n.noun.clone())
+                    .collect();
+                if l {
+                    kinds.extend(f.about.iter().cloned());
+                }
+                kinds.sort_unstable();
+                kinds.dedup();
+                kinds
             })
             .collect();
         let path_nouns = endpoints
@@ -140,14 +143,17 @@ impl Graph {
             lookup,
             depth,
             api: endpoints.iter().map(|e| e.api.clone()).collect(),
-            people,
+            kinds,
             path_nouns,
         }
     }
 
-    /// Whether endpoint `position` is about people (see [`super::people`]).
-    pub fn is_about_people(&self, position: usize) -> bool {
-        self.people.get(position).copied().unwrap_or(false)
+    /// Whether endpoint `position` works on named things of a kind `is_kind` accepts
+    /// (a stemmed noun: `person`, `collection`).
+    pub fn works_on(&self, position: usize, is_kind: impl Fn(&str) -> bool) -> bool {
+        self.kinds
+            .get(position)
+            .is_some_and(|k| k.iter().any(|n| is_kind(n)))
     }
 
     /// Whether a stemmed word is a literal path segment somewhere in the catalog.

@@ -245,7 +245,13 @@ fn people_are_found_by_lookups() {
         ),
     ];
     let g = Graph::build(&eps);
-    let about: Vec<bool> = (0..eps.len()).map(|i| g.is_about_people(i)).collect();
+    let about: Vec<bool> = (0..eps.len())
+        .map(|i| g.works_on(i, crate::shortlist::named::is_person_noun))
+        .collect();
     assert_eq!(about, [true, true, false, false, false]);
+    assert!(
+        !g.works_on(4, |n| n == "movi"),
+        "movie ids come from no lookup here"
+    );
     assert!(g.is_path_noun("person") && g.is_path_noun("movi") && !g.is_path_noun("cast"));
 }

@@ -1,4 +1,4 @@
-//! People named in a request.
+//! What kind of thing a request names: a person, or a thing its kind is said of.
 //!
 //! "Movies directed by Sofia Coppola" is about a person: the agent has to look the person
 //! up and read their credits, yet every word but the name points at movies, and a
@@ -7,6 +7,12 @@
 //! correctly). A name that starts with a common given name is a person with high
 //! precision; when the request names one, the endpoints about people (those that take a
 //! person's identifier, and lookups that find people) are what the task runs through.
+//!
+//!
+//! A name right after a noun of the catalog has its kind said: "the collection Harry
+//! Potter", "the album Mojito". The endpoints that work on that kind are the task's steps,
+//! while the other words ("a movie cover of a movie from the collection ...") pull
+//! towards other kinds.
 //!
 //! The given names are the 1,000 most frequent male and 1,000 most frequent female first
 //! names of the 1990 US Census name files (public domain), lower-cased, in
@@ -102,6 +108,40 @@ pub fn names_person(query: &str, is_catalog_noun: impl Fn(&str) -> bool) -> bool
     false
 }
 
+/// Words that make a named thing the caller's own.
+const OWNERS: &[&str] = &["my", "our", "your"];
+
+/// The kind a name in `query` is typed with: the stemmed catalog noun right before a
+/// quoted phrase or a capitalised word that does not start a sentence ("the collection
+/// Harry Potter" -> `collection`), unless the thing is the caller's own ("my album 'Rock'").
+pub fn typed_name(query: &str, is_catalog_noun: impl Fn(&str) -> bool) -> Option<String> {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    for (i, pair) in words.windows(2).enumerate() {
+        let (before, name) = (pair[0], pair[1]);
+        // "my playlist 'My Rock'" is the caller's own, found among theirs, not by name.
+        let owned = i > 0 && OWNERS.contains(&words[i - 1].to_lowercase().as_str());
+        if owned || before.ends_with(['.', '?', '!', ',', ':', ';']) {
+            continue;
+        }
+        let quoted = name.starts_with(['"', '“', '\'', '‘']);
+        let capitalised = name
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .chars()
+            .next()
+            .is_some_and(char::is_uppercase);
+        if !(quoted || capitalised) {
+            continue;
+        }
+        let noun = tokenize(before.trim_matches(|c: char| !c.is_alphanumeric()));
+        if let [noun] = noun.as_slice() {
+            if is_catalog_noun(noun) {
+                return Some(noun.clone());
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +172,20 @@ mod tests {
         assert!(!names("Follow The Beatles"));
         assert!(!names("what does sofia coppola direct"));
         assert!(!names(""));
+    }
+
+    #[test]
+    fn typed_names() {
+        let typed = |q: &str| typed_name(q, |s| s == "collection" || s == "album");
+        assert_eq!(
+            typed("a movie from the collection Harry Potter").as_deref(),
+            Some("collection")
+        );
+        assert_eq!(typed("Save the album 'Mojito'").as_deref(), Some("album"));
+        assert_eq!(typed("Follow the artist Mojito"), None);
+        assert_eq!(typed("my album. Then play"), None);
+        assert_eq!(typed("the album of the year"), None);
+        assert_eq!(typed("Play my album 'My Rock'"), None);
     }
 
     #[test]
