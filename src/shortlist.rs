@@ -20,6 +20,7 @@ pub mod intents;
 pub mod named;
 pub mod prereq;
 pub mod removal;
+pub mod siblings;
 
 pub use fusion::Fusion;
 
@@ -79,6 +80,10 @@ pub struct Options {
     /// the scores of endpoints that work on no such kind are multiplied by this (1 leaves
     /// them alone).
     pub named_kind_weight: f32,
+    /// When the query says the last path word of one endpoint and none of a sibling's
+    /// ([`siblings`]: `next` and not `previous`), the sibling's scores are multiplied by
+    /// this (1 leaves them alone).
+    pub sibling_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -104,6 +109,7 @@ impl Default for Options {
             // no deletion offered for a request to save).
             unasked_delete_weight: 0.6,
             named_kind_weight: 0.7,
+            sibling_weight: 0.8,
             cut: None,
         }
     }
@@ -148,6 +154,7 @@ pub struct Shortlister {
     embedder: Embedder,
     bm25: Bm25,
     graph: prereq::Graph,
+    siblings: siblings::Siblings,
     options: Options,
 }
 
@@ -163,11 +170,13 @@ impl Shortlister {
     pub fn new(index: EndpointIndex, embedder: Embedder, options: Options) -> Shortlister {
         let bm25 = Bm25::build(index.texts());
         let graph = prereq::Graph::build(index.records());
+        let siblings = siblings::Siblings::build(index.records());
         Shortlister {
             index,
             embedder,
             bm25,
             graph,
+            siblings,
             options,
         }
     }
@@ -286,6 +295,14 @@ impl Shortlister {
         if self.options.unasked_delete_weight != 1.0 && !removal::asks_to_remove(query) {
             for sc in scored.iter_mut() {
                 self.weigh_deletes(sc);
+            }
+        }
+        if self.options.sibling_weight != 1.0 {
+            let said = crate::index::lexical::tokenize(query);
+            for sc in scored.iter_mut() {
+                self.weigh(sc, self.options.sibling_weight, |i| {
+                    self.siblings.passed_over(i, &said)
+                });
             }
         }
         if self.options.named_kind_weight != 1.0 {

@@ -83,6 +83,10 @@ pub struct EvalArgs {
     /// work on no such kind (1: no change).
     #[arg(long, value_name = "W")]
     pub named_kind_weight: Option<f32>,
+    /// When the query says one sibling's last path word and not another's, weight of the
+    /// other (1: no change).
+    #[arg(long, value_name = "W")]
+    pub sibling_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -145,6 +149,7 @@ impl EvalArgs {
                 .unasked_delete_weight
                 .unwrap_or(d.unasked_delete_weight),
             named_kind_weight: self.named_kind_weight.unwrap_or(d.named_kind_weight),
+            sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

@@ -55,6 +55,9 @@ pub fn describe(r: &SettingReport) -> String {
     if o.named_kind_weight != 1.0 {
         let _ = write!(s, " named-kind-weight={}", o.named_kind_weight);
     }
+    if o.sibling_weight != 1.0 {
+        let _ = write!(s, " sibling-weight={}", o.sibling_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");
