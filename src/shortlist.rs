@@ -84,6 +84,10 @@ pub struct Options {
     /// ([`siblings`]: `next` and not `previous`), the sibling's scores are multiplied by
     /// this (1 leaves them alone).
     pub sibling_weight: f32,
+    /// When the query asks for a person ("Who directed ...", "the lead actor of ..."),
+    /// the scores of endpoints that return no people ([`named::returns_people`]) are
+    /// multiplied by this (1 leaves them alone).
+    pub people_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -110,6 +114,7 @@ impl Default for Options {
             unasked_delete_weight: 0.6,
             named_kind_weight: 0.7,
             sibling_weight: 0.8,
+            people_weight: 0.7,
             cut: None,
         }
     }
@@ -155,6 +160,8 @@ pub struct Shortlister {
     bm25: Bm25,
     graph: prereq::Graph,
     siblings: siblings::Siblings,
+    /// Whether each endpoint returns people ([`named::returns_people`]).
+    people: Vec<bool>,
     options: Options,
 }
 
@@ -171,12 +178,14 @@ impl Shortlister {
         let bm25 = Bm25::build(index.texts());
         let graph = prereq::Graph::build(index.records());
         let siblings = siblings::Siblings::build(index.records());
+        let people = index.records().iter().map(named::returns_people).collect();
         Shortlister {
             index,
             embedder,
             bm25,
             graph,
             siblings,
+            people,
             options,
         }
     }
@@ -295,6 +304,14 @@ impl Shortlister {
         if self.options.unasked_delete_weight != 1.0 && !removal::asks_to_remove(query) {
             for sc in scored.iter_mut() {
                 self.weigh_deletes(sc);
+            }
+        }
+        if self.options.people_weight != 1.0
+            && named::asks_for_person(query)
+            && self.people.contains(&true)
+        {
+            for sc in scored.iter_mut() {
+                self.weigh(sc, self.options.people_weight, |i| !self.people[i]);
             }
         }
         if self.options.sibling_weight != 1.0 {

@@ -87,6 +87,10 @@ pub struct EvalArgs {
     /// other (1: no change).
     #[arg(long, value_name = "W")]
     pub sibling_weight: Option<f32>,
+    /// When the query asks for a person, weight of endpoints that return no people (1: no
+    /// change).
+    #[arg(long, value_name = "W")]
+    pub people_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -150,6 +154,7 @@ impl EvalArgs {
                 .unwrap_or(d.unasked_delete_weight),
             named_kind_weight: self.named_kind_weight.unwrap_or(d.named_kind_weight),
             sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
+            people_weight: self.people_weight.unwrap_or(d.people_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

@@ -58,6 +58,9 @@ pub fn describe(r: &SettingReport) -> String {
     if o.sibling_weight != 1.0 {
         let _ = write!(s, " sibling-weight={}", o.sibling_weight);
     }
+    if o.people_weight != 1.0 {
+        let _ = write!(s, " people-weight={}", o.people_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");

@@ -1,4 +1,5 @@
-//! What kind of thing a request names: a person, or a thing its kind is said of.
+//! People and kinds in a request: whether it names a person or a thing of a said kind,
+//! and whether it asks for a person.
 //!
 //! "Movies directed by Sofia Coppola" is about a person: the agent has to look the person
 //! up and read their credits, yet every word but the name points at movies, and a
@@ -13,6 +14,11 @@
 //! Potter", "the album Mojito". The endpoints that work on that kind are the task's steps,
 //! while the other words ("a movie cover of a movie from the collection ...") pull
 //! towards other kinds.
+//!
+//! "Who directed the top-rated movie?" asks for a person, and of the movie endpoints only
+//! the credits return people; but "movie" is what the words match, so `/movie/{id}/similar`
+//! and `/movie/{id}/reviews` outrank the credits. Responses that carry a person's own
+//! fields (`gender`, `birthday`) are what such a request reads.
 //!
 //! The given names are the 1,000 most frequent male and 1,000 most frequent female first
 //! names of the 1990 US Census name files (public domain), lower-cased, in
@@ -142,6 +148,58 @@ pub fn typed_name(query: &str, is_catalog_noun: impl Fn(&str) -> bool) -> Option
     None
 }
 
+/// Response fields only a person has: an endpoint whose response carries one returns
+/// people (TMDB's credits carry `gender`).
+const PERSON_FIELDS: &[&str] = &[
+    "gender",
+    "birthday",
+    "birthdate",
+    "birth_date",
+    "date_of_birth",
+    "deathday",
+    "first_name",
+    "last_name",
+    "given_name",
+    "family_name",
+];
+
+/// Words with which a request asks for a person: the question word and the roles people
+/// play.
+const ASKS_FOR_PERSON: &[&str] = &[
+    "who",
+    "whom",
+    "whose",
+    "actor",
+    "actress",
+    "actors",
+    "director",
+    "directors",
+    "cast",
+    "crew",
+    "writer",
+    "author",
+    "producer",
+    "composer",
+    "singer",
+    "creator",
+    "founder",
+];
+
+/// Whether endpoint `e` returns people ([`PERSON_FIELDS`]).
+pub fn returns_people(e: &crate::catalog::Endpoint) -> bool {
+    e.response_fields.iter().any(|f| {
+        let snake = crate::text::split_identifier(f).join("_");
+        PERSON_FIELDS.contains(&snake.as_str())
+    })
+}
+
+/// Whether `query` asks for a person ("Who directed ...", "the lead actor of ...").
+pub fn asks_for_person(query: &str) -> bool {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| ASKS_FOR_PERSON.contains(&w.to_lowercase().as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +244,39 @@ mod tests {
         assert_eq!(typed("my album. Then play"), None);
         assert_eq!(typed("the album of the year"), None);
         assert_eq!(typed("Play my album 'My Rock'"), None);
+    }
+
+    #[test]
+    fn asking_for_people() {
+        assert!(asks_for_person("Who directed the top-1 rated movie?"));
+        assert!(asks_for_person("the lead actor of Titanic"));
+        assert!(asks_for_person(
+            "Where was the director of Mulholland Drive born?"
+        ));
+        assert!(!asks_for_person("movies similar to Heat"));
+        assert!(
+            !asks_for_person("wholesale prices"),
+            "a word, not a substring"
+        );
+    }
+
+    #[test]
+    fn people_returned() {
+        let ep = |fields: &[&str]| -> crate::catalog::Endpoint {
+            serde_json::from_value(serde_json::json!({
+                "api": "a", "api_title": "A", "tool_name": "t", "method": "GET",
+                "path": "/x", "operation_id": null, "summary": null, "description": null,
+                "tags": [], "deprecated": false, "parameters": [], "request_body": null,
+                "response_fields": fields, "security": [], "servers": [],
+                "generated_summary": null, "generated_questions": [],
+                "description_provenance": null
+            }))
+            .unwrap()
+        };
+        assert!(returns_people(&ep(&["cast", "character", "gender", "id"])));
+        assert!(returns_people(&ep(&["id", "firstName"])));
+        assert!(returns_people(&ep(&["DateOfBirth"])));
+        assert!(!returns_people(&ep(&["id", "title", "genres"])));
     }
 
     #[test]
