@@ -19,6 +19,7 @@ pub mod fusion;
 pub mod intents;
 pub mod named;
 pub mod prereq;
+pub mod questions;
 pub mod removal;
 pub mod siblings;
 
@@ -88,6 +89,9 @@ pub struct Options {
     /// the scores of endpoints that return no people ([`named::returns_people`]) are
     /// multiplied by this (1 leaves them alone).
     pub people_weight: f32,
+    /// When the query only asks a question ([`questions`]), the scores of endpoints that
+    /// change something (not `GET`/`HEAD`) are multiplied by this (1 leaves them alone).
+    pub question_write_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -115,6 +119,7 @@ impl Default for Options {
             named_kind_weight: 0.7,
             sibling_weight: 0.8,
             people_weight: 0.7,
+            question_write_weight: 0.7,
             cut: None,
         }
     }
@@ -312,6 +317,13 @@ impl Shortlister {
         {
             for sc in scored.iter_mut() {
                 self.weigh(sc, self.options.people_weight, |i| !self.people[i]);
+            }
+        }
+        if self.options.question_write_weight != 1.0 && !questions::asks_to_change(query) {
+            for sc in scored.iter_mut() {
+                self.weigh(sc, self.options.question_write_weight, |i| {
+                    !self.endpoint(i).method.is_safe()
+                });
             }
         }
         if self.options.sibling_weight != 1.0 {

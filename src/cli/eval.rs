@@ -91,6 +91,10 @@ pub struct EvalArgs {
     /// change).
     #[arg(long, value_name = "W")]
     pub people_weight: Option<f32>,
+    /// When the query only asks a question, weight of endpoints that change something (1:
+    /// no change).
+    #[arg(long, value_name = "W")]
+    pub question_write_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -155,6 +159,9 @@ impl EvalArgs {
             named_kind_weight: self.named_kind_weight.unwrap_or(d.named_kind_weight),
             sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
             people_weight: self.people_weight.unwrap_or(d.people_weight),
+            question_write_weight: self
+                .question_write_weight
+                .unwrap_or(d.question_write_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

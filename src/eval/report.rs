@@ -61,6 +61,9 @@ pub fn describe(r: &SettingReport) -> String {
     if o.people_weight != 1.0 {
         let _ = write!(s, " people-weight={}", o.people_weight);
     }
+    if o.question_write_weight != 1.0 {
+        let _ = write!(s, " question-write-weight={}", o.question_write_weight);
+    }
     match o.cut {
         Some(c) => {
             let _ = write!(s, " cut={c}");
