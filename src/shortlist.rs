@@ -165,8 +165,9 @@ pub struct Shortlister {
     bm25: Bm25,
     graph: prereq::Graph,
     siblings: siblings::Siblings,
-    /// Whether each endpoint returns people ([`named::returns_people`]).
-    people: Vec<bool>,
+    /// Whether each endpoint returns people ([`named::returns_people`]); `None` when none
+    /// does, so a catalog without people pays nothing per query.
+    people: Option<Vec<bool>>,
     options: Options,
 }
 
@@ -183,7 +184,8 @@ impl Shortlister {
         let bm25 = Bm25::build(index.texts());
         let graph = prereq::Graph::build(index.records());
         let siblings = siblings::Siblings::build(index.records());
-        let people = index.records().iter().map(named::returns_people).collect();
+        let people: Vec<bool> = index.records().iter().map(named::returns_people).collect();
+        let people = people.contains(&true).then_some(people);
         Shortlister {
             index,
             embedder,
@@ -311,12 +313,11 @@ impl Shortlister {
                 self.weigh_deletes(sc);
             }
         }
-        if self.options.people_weight != 1.0
-            && named::asks_for_person(query)
-            && self.people.contains(&true)
-        {
-            for sc in scored.iter_mut() {
-                self.weigh(sc, self.options.people_weight, |i| !self.people[i]);
+        if let Some(people) = &self.people {
+            if self.options.people_weight != 1.0 && named::asks_for_person(query) {
+                for sc in scored.iter_mut() {
+                    self.weigh(sc, self.options.people_weight, |i| !people[i]);
+                }
             }
         }
         if self.options.question_write_weight != 1.0 && !questions::asks_to_change(query) {
