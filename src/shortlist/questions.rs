@@ -121,8 +121,12 @@ const CHANGE_STEMS: &[&str] = &[
     "reserv",
 ];
 
-/// Words that open a clause, so that the next word may be its verb.
-const CLAUSE_OPENERS: &[&str] = &["and", "then", "also", "please", "pls", "plz"];
+/// Words after which the next word may be a clause's verb: conjunctions, politeness, and
+/// the words that lead to an infinitive or an imperative ("I want *to* add", "can *you*
+/// add", "help *me* add", "*let's* add"). Not "I": "the albums I saved" describes.
+const CLAUSE_OPENERS: &[&str] = &[
+    "and", "then", "also", "please", "pls", "plz", "to", "you", "me", "let's", "lets", "let", "us",
+];
 
 /// Whether `query` asks for a change: it asks to remove something, or a clause starts with
 /// a verb of change.
@@ -168,6 +172,12 @@ mod tests {
             "please play something quiet",
             "Show me my playlists and then rename the first",
             "play me some quiet songs",
+            "I want to add this song to my library",
+            "I'd like to create a playlist",
+            "Can you add Mojito to my music?",
+            "Could you please skip this one",
+            "help me create a playlist",
+            "Let's follow Taylor Swift",
         ] {
             assert!(asks_to_change(q), "{q}");
         }
@@ -182,6 +192,8 @@ mod tests {
             "Who is my favorite artist?",
             "What is my user name?",
             "give me the number of movies directed by Sofia Coppola",
+            "Can you tell me who directed Heat?",
+            "I want to know my top artists",
             "",
         ] {
             assert!(!asks_to_change(q), "{q}");
