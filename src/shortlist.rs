@@ -303,50 +303,11 @@ impl Shortlister {
             scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
         }
         let clauses = scored.split_off(parts);
-        if self.options.name_list_weight != 1.0 && expand::names_something(query) {
-            for sc in scored.iter_mut() {
-                self.weigh_lists(sc);
-            }
-        }
-        if self.options.unasked_delete_weight != 1.0 && !removal::asks_to_remove(query) {
-            for sc in scored.iter_mut() {
-                self.weigh_deletes(sc);
-            }
-        }
-        if let Some(people) = &self.people {
-            if self.options.people_weight != 1.0 && named::asks_for_person(query) {
-                for sc in scored.iter_mut() {
-                    self.weigh(sc, self.options.people_weight, |i| !people[i]);
-                }
-            }
-        }
-        if self.options.question_write_weight != 1.0 && !questions::asks_to_change(query) {
-            for sc in scored.iter_mut() {
-                self.weigh(sc, self.options.question_write_weight, |i| {
-                    !self.endpoint(i).method.is_safe()
-                });
-            }
-        }
-        if self.options.sibling_weight != 1.0 {
-            let said = crate::index::lexical::tokenize(query);
-            for sc in scored.iter_mut() {
-                self.weigh(sc, self.options.sibling_weight, |i| {
-                    self.siblings.passed_over(i, &said)
-                });
-            }
-        }
-        if self.options.named_kind_weight != 1.0 {
-            let is_noun = |s: &str| self.graph.is_path_noun(s);
-            let person = named::names_person(query, is_noun);
-            let typed = named::typed_name(query, is_noun);
-            if person || typed.is_some() {
-                let kind =
-                    |n: &str| (person && named::is_person_noun(n)) || typed.as_deref() == Some(n);
-                for sc in scored.iter_mut() {
-                    self.weigh(sc, self.options.named_kind_weight, |i| {
-                        !self.graph.works_on(i, kind)
-                    });
-                }
+        let weights = self.request_weights(query);
+        for sc in scored.iter_mut() {
+            for (i, w) in weights.iter().enumerate() {
+                sc.rank_score[i] *= w;
+                sc.confidence[i] *= w;
             }
         }
         // The best endpoint of each task part: the cut keeps it, so a request for three
@@ -394,35 +355,66 @@ impl Shortlister {
         Ok(cut::monotone(hits))
     }
 
-    /// Multiplies the scores of reads that need no identifier and look nothing up (lists
-    /// such as `/movie/popular`, `/tv/latest`) by `name_list_weight`: when the query names
-    /// something, that thing has to be looked up first, and what follows acts on it by
-    /// identifier, so such a list is rarely a step of the task.
-    fn weigh_lists(&self, scored: &mut Scored) {
-        self.weigh(scored, self.options.name_list_weight, |i| {
-            self.endpoint(i).method.is_safe()
-                && self.graph.needs(i).is_empty()
-                && !self.graph.is_lookup(i)
-        });
-    }
-
-    /// Multiplies the scores of `DELETE` endpoints by `unasked_delete_weight`.
-    fn weigh_deletes(&self, scored: &mut Scored) {
-        self.weigh(scored, self.options.unasked_delete_weight, |i| {
-            self.endpoint(i).method == crate::catalog::Method::Delete
-        });
-    }
-
-    /// Multiplies the rank score and confidence of the positions `which` picks by `w`
-    /// (clamped to 0..=1).
-    fn weigh(&self, scored: &mut Scored, w: f32, which: impl Fn(usize) -> bool) {
-        let w = w.clamp(0.0, 1.0);
-        for i in 0..scored.rank_score.len() {
-            if which(i) {
-                scored.rank_score[i] *= w;
-                scored.confidence[i] *= w;
+    /// What the request's own words say about the endpoints it wants, as one score
+    /// multiplier per position (1 where they say nothing). Each rule has its weight in
+    /// [`Options`] (1 turns it off):
+    /// - the query names something: reads that need no identifier and look nothing up
+    ///   (`/movie/popular`, `/tv/latest`) are rarely a step, since the named thing has to be
+    ///   looked up and what follows acts on it by identifier;
+    /// - it asks to remove nothing ([`removal`]): `DELETE` endpoints;
+    /// - it asks for a person ([`named::asks_for_person`]): endpoints that return no people;
+    /// - it only asks a question ([`questions`]): endpoints that change something;
+    /// - it says one sibling's last path word and not another's ([`siblings`]): the other;
+    /// - it names a person or a thing of a said kind ([`named`]): endpoints that work on no
+    ///   such kind.
+    fn request_weights(&self, query: &str) -> Vec<f32> {
+        let o = &self.options;
+        let mut weights = vec![1.0f32; self.index.len()];
+        let mut weigh = |w: f32, which: &dyn Fn(usize) -> bool| {
+            let w = w.clamp(0.0, 1.0);
+            if w != 1.0 {
+                for (i, x) in weights.iter_mut().enumerate() {
+                    if which(i) {
+                        *x *= w;
+                    }
+                }
             }
+        };
+        if expand::names_something(query) {
+            weigh(o.name_list_weight, &|i| {
+                self.endpoint(i).method.is_safe()
+                    && self.graph.needs(i).is_empty()
+                    && !self.graph.is_lookup(i)
+            });
         }
+        if !removal::asks_to_remove(query) {
+            weigh(o.unasked_delete_weight, &|i| {
+                self.endpoint(i).method == crate::catalog::Method::Delete
+            });
+        }
+        if let Some(people) = self
+            .people
+            .as_ref()
+            .filter(|_| named::asks_for_person(query))
+        {
+            weigh(o.people_weight, &|i| !people[i]);
+        }
+        if !questions::asks_to_change(query) {
+            weigh(o.question_write_weight, &|i| {
+                !self.endpoint(i).method.is_safe()
+            });
+        }
+        let said = crate::index::lexical::tokenize(query);
+        weigh(o.sibling_weight, &|i| self.siblings.passed_over(i, &said));
+        let is_noun = |s: &str| self.graph.is_path_noun(s);
+        let person = named::names_person(query, is_noun);
+        let typed = named::typed_name(query, is_noun);
+        if person || typed.is_some() {
+            let kind =
+                |n: &str| (person && named::is_person_noun(n)) || typed.as_deref() == Some(n);
+            weigh(o.named_kind_weight, &|i| !self.graph.works_on(i, kind));
+        }
+        weights
     }
 
     /// Cosine similarity of every position to `vector`. Catalogs large enough to carry an
