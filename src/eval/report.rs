@@ -46,23 +46,19 @@ pub fn describe(r: &SettingReport) -> String {
             o.clause_top, o.clause_after
         );
     }
-    if o.name_list_weight != 1.0 {
-        let _ = write!(s, " name-list-weight={}", o.name_list_weight);
-    }
-    if o.unasked_delete_weight != 1.0 {
-        let _ = write!(s, " unasked-delete-weight={}", o.unasked_delete_weight);
-    }
-    if o.named_kind_weight != 1.0 {
-        let _ = write!(s, " named-kind-weight={}", o.named_kind_weight);
-    }
-    if o.sibling_weight != 1.0 {
-        let _ = write!(s, " sibling-weight={}", o.sibling_weight);
-    }
-    if o.people_weight != 1.0 {
-        let _ = write!(s, " people-weight={}", o.people_weight);
-    }
-    if o.question_write_weight != 1.0 {
-        let _ = write!(s, " question-write-weight={}", o.question_write_weight);
+    // The request-reading weights, printed only when they do something.
+    let weights = [
+        ("name-list-weight", o.name_list_weight),
+        ("unasked-delete-weight", o.unasked_delete_weight),
+        ("named-kind-weight", o.named_kind_weight),
+        ("sibling-weight", o.sibling_weight),
+        ("people-weight", o.people_weight),
+        ("question-write-weight", o.question_write_weight),
+    ];
+    for (name, w) in weights {
+        if w != 1.0 {
+            let _ = write!(s, " {name}={w}");
+        }
     }
     match o.cut {
         Some(c) => {
