@@ -13,6 +13,7 @@ pub mod resolve;
 pub mod source;
 pub mod swagger2;
 pub mod weak;
+pub mod yaml;
 
 pub use config::{ApiConfig, AuthConfig, CatalogConfig, EnrichConfig, KeyLocation};
 pub use endpoint::*;

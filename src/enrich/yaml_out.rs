@@ -1,6 +1,6 @@
 //! Writing a JSON value as block-style YAML that every YAML reader reads back identically.
 //!
-//! serde_yaml quotes only what its own YAML 1.2 resolver would misread, so a date example
+//! A YAML 1.2 serializer quotes only what its own resolver would misread, so a date example
 //! `2024-01-15` or a marker date comes out bare, and YAML 1.1 readers (PyYAML, hence most
 //! Python OpenAPI validators) turn it into a date object: the "string" example would then
 //! fail its own schema. This emitter writes a string bare only when it is plainly a word or
