@@ -195,13 +195,18 @@ async fn malformed_json_rpc_over_http_is_refused_and_serving_continues() {
             .body(body)
             .send()
     };
-    for body in [
-        "{not json",
-        r#"{"jsonrpc": "2.0", "id": 1, "method": 42}"#,
-        "[]",
+    // Streamable HTTP answers like the legacy transport: 400 with a JSON-RPC error.
+    for (body, code) in [
+        ("{not json", -32700),
+        (r#"{"jsonrpc": "2.0", "id": 1, "method": 42}"#, -32600),
+        ("[]", -32600),
     ] {
         let r = post(srv.url("/mcp"), body).await.expect("POST /mcp");
-        assert!(r.status().is_client_error(), "{body}: {}", r.status());
+        assert_eq!(r.status(), 400, "{body}");
+        let v: Value = r.json().await.expect("JSON-RPC error body");
+        assert_eq!(v["error"]["code"], code, "{body}: {v}");
+        assert_eq!(v["jsonrpc"], "2.0", "{body}: {v}");
+        assert!(v["id"].is_null(), "{body}: {v}");
     }
 
     // Legacy SSE: open a stream, read the endpoint, post garbage, then a valid message.

@@ -11,6 +11,7 @@
 //! base_url = "https://api.themoviedb.org/3"
 //! read_only = true
 //! auth = { kind = "bearer", token_env = "TMDB_TOKEN" }
+//! # allow_link_local = true      # only for an API served on a link-local address
 //! ```
 
 use serde::Deserialize;
@@ -69,6 +70,13 @@ pub struct ApiConfig {
     pub headers: std::collections::BTreeMap<String, String>,
     /// Request timeout in seconds.
     pub timeout_secs: Option<u64>,
+    /// Allow calls to link-local addresses (169.254.0.0/16, fe80::/10) and cloud metadata
+    /// services (169.254.169.254, fd00:ec2::254, 100.100.100.200), which are refused by
+    /// default: a spec naming one as its server (or a name resolving to one) would
+    /// otherwise let a tool call read the host's cloud credentials. Loopback and private
+    /// addresses are not affected.
+    #[serde(default)]
+    pub allow_link_local: bool,
 }
 
 /// Credentials, named by the environment variables that hold them.
@@ -148,6 +156,7 @@ impl CatalogConfig {
                     auth: None,
                     headers: Default::default(),
                     timeout_secs: None,
+                    allow_link_local: false,
                 })
                 .collect(),
         }

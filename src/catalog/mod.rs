@@ -63,7 +63,9 @@ impl Catalog {
                     problems.append(&mut n.warnings);
                     let cfg = &config.apis[src.config_index];
                     if let Some(base) = &cfg.base_url {
-                        n.api.servers = vec![base.trim_end_matches('/').to_string()];
+                        // Calls use the config's base URL itself; what endpoints carry (and
+                        // the index stores, and tools show) keeps no credentials.
+                        n.api.servers = vec![without_credentials(base.trim_end_matches('/'))];
                         for ep in &mut n.endpoints {
                             ep.servers = n.api.servers.clone();
                         }
@@ -123,6 +125,23 @@ impl Catalog {
                 .iter()
                 .find(|c| api.source.starts_with(&c.spec) || c.spec == api.source)
         })
+    }
+}
+
+/// A URL without user info or query (either may hold a credential); unparsable text is
+/// kept as it is (the invoker reports it, without user info).
+fn without_credentials(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u)
+            if u.has_host()
+                && (!u.username().is_empty() || u.password().is_some() || u.query().is_some()) =>
+        {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string().trim_end_matches('/').to_string()
+        }
+        _ => raw.to_string(),
     }
 }
 

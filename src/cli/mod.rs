@@ -102,7 +102,7 @@ pub fn init_logging() {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(shortlist::invoke::redact::LogWriter)
         .with_ansi(ansi)
         .try_init();
 }

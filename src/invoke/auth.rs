@@ -12,6 +12,8 @@ use super::style::enc;
 use crate::catalog::{AuthConfig, KeyLocation};
 use base64::Engine;
 
+pub use super::redact::Redactor;
+
 /// Looks up an environment variable; injectable so tests need not mutate the process
 /// environment.
 pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
@@ -44,7 +46,7 @@ impl std::fmt::Debug for Credentials {
 }
 
 /// Reads the credentials of `auth` for API `api`, registering every secret with
-/// `redactor` (in the forms it can appear in: raw, URL-encoded, base64).
+/// `redactor` (which masks it in every spelling, see `redact`).
 pub fn resolve(
     auth: Option<&AuthConfig>,
     api: &str,
@@ -113,67 +115,6 @@ fn check_header_safe(value: &str, var: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Replaces known secret values with `[REDACTED]`.
-///
-/// Secrets shorter than 4 characters are not registered: replacing every `ab` in a
-/// response would wreck the text while protecting nothing a guess would not find.
-#[derive(Debug, Default, Clone)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-const MASK: &str = "[REDACTED]";
-
-impl Redactor {
-    /// Registers a secret in the forms it can take in a URL or message.
-    pub fn add(&mut self, secret: &str) {
-        for form in [secret.to_string(), enc(secret), utf8_form(secret)] {
-            if form.chars().count() >= 4 && !self.secrets.contains(&form) {
-                self.secrets.push(form);
-            }
-        }
-        // Longest first, so a secret that contains another is masked whole.
-        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    }
-
-    /// `text` with every registered secret masked.
-    pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), MASK);
-            }
-        }
-        out
-    }
-
-    /// Like [`redact`](Self::redact), for text that was cut off: a tail that is the
-    /// beginning of a secret is masked too.
-    pub fn redact_cut(&self, text: &str) -> String {
-        let mut out = self.redact(text);
-        for s in &self.secrets {
-            let cut = (4..s.len())
-                .rev()
-                .filter(|&n| s.is_char_boundary(n))
-                .find(|&n| out.ends_with(&s[..n]));
-            if let Some(n) = cut {
-                out.truncate(out.len() - n);
-                out.push_str(MASK);
-            }
-        }
-        out
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
-    }
-}
-
-/// `application/x-www-form-urlencoded` form (spaces as `+`), as some servers echo it.
-fn utf8_form(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[cfg(test)]

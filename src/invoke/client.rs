@@ -9,16 +9,21 @@
 //!
 //! Network policy: one deadline covers connecting, sending and reading the body (default
 //! 30 s, `timeout_secs` per API); redirects are followed only to the same scheme (or an
-//! upgrade to https), host and port, at most 5 times; bodies are read up to a cap.
+//! upgrade to https), host and port, at most 5 times; bodies are read up to a cap;
+//! link-local and cloud metadata addresses are refused unless the API allows them (see
+//! `address`).
 
+use super::address::{self, GuardedResolver};
 use super::auth::{self, EnvLookup, Redactor};
 use super::outcome::CallOutcome;
-use super::request::{build_request, host_of, PreparedRequest};
+use super::request::{build_request, host_of, register_user_info, PreparedRequest};
 use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, ResponseHead};
 use super::validate::validate;
 use crate::catalog::{ApiConfig, Endpoint, Method};
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -47,12 +52,17 @@ impl Default for InvokerOptions {
     }
 }
 
-/// Calls endpoints over HTTP. Cheap to clone (the connection pool is shared).
+/// Calls endpoints over HTTP. Cheap to clone (the connection pools are shared).
 #[derive(Clone)]
 pub struct Invoker {
+    /// For APIs that may not reach link-local or metadata addresses (all but those whose
+    /// config sets `allow_link_local`).
     http: reqwest::Client,
+    /// For APIs whose config sets `allow_link_local`.
+    http_link_local: reqwest::Client,
     options: InvokerOptions,
     env: Arc<EnvLookup>,
+    fixed: Arc<HashMap<String, Vec<IpAddr>>>,
 }
 
 impl std::fmt::Debug for Invoker {
@@ -71,27 +81,27 @@ impl Invoker {
 
     /// An invoker with these options.
     pub fn with_options(options: InvokerOptions) -> Result<Invoker, reqwest::Error> {
-        let max = options.max_redirects;
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                let same = attempt
-                    .previous()
-                    .first()
-                    .is_some_and(|first| same_origin(first, attempt.url()));
-                if same && attempt.previous().len() <= max {
-                    attempt.follow()
-                } else {
-                    // Stopping hands the 3xx back, and `shape` says why it was not followed.
-                    attempt.stop()
-                }
-            }))
-            .user_agent(concat!("shortlist/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let fixed = Arc::new(HashMap::new());
         Ok(Invoker {
-            http,
+            http: client(&options, false, &fixed)?,
+            http_link_local: client(&options, true, &fixed)?,
             options,
             env: Arc::new(auth::process_env),
+            fixed,
         })
+    }
+
+    /// Resolves these host names to these addresses instead of asking the system (tests
+    /// use it to give a name a link-local address); the address policy applies to them as
+    /// to any other answer.
+    pub fn with_fixed_addresses(
+        mut self,
+        fixed: HashMap<String, Vec<IpAddr>>,
+    ) -> Result<Invoker, reqwest::Error> {
+        self.fixed = Arc::new(fixed);
+        self.http = client(&self.options, false, &self.fixed)?;
+        self.http_link_local = client(&self.options, true, &self.fixed)?;
+        Ok(self)
     }
 
     /// Replaces where credentials are looked up (tests, or a secrets manager).
@@ -153,10 +163,23 @@ impl Invoker {
             Ok(c) => c,
             Err(e) => return CallOutcome::error(e),
         };
+        // User info in the base URL is a credential too (sent as basic auth).
+        if let Some(raw) = cfg
+            .and_then(|c| c.base_url.as_deref())
+            .or_else(|| ep.servers.first().map(String::as_str))
+        {
+            register_user_info(raw, redactor);
+        }
         let req = match build_request(ep, cfg, &valid, &creds) {
             Ok(r) => r,
             Err(e) => return CallOutcome::error(e),
         };
+        let allow_link_local = cfg.is_some_and(|c| c.allow_link_local);
+        if !allow_link_local {
+            if let Some(refusal) = refused_literal(&req.url) {
+                return CallOutcome::error(format!("{refusal} (API '{}')", ep.api));
+            }
+        }
         let timeout = cfg
             .and_then(|c| c.timeout_secs)
             .filter(|s| *s > 0)
@@ -171,7 +194,7 @@ impl Invoker {
         tracing::debug!(tool = %ep.tool_name, method = %req.method, url = %req.display_url, "calling upstream");
         let method = req.method.as_str();
         let display_url = req.display_url.clone();
-        match tokio::time::timeout(timeout, self.exchange(req)).await {
+        match tokio::time::timeout(timeout, self.exchange(req, allow_link_local)).await {
             Err(_) => CallOutcome::error(format!(
                 "upstream timed out after {} calling {method} {display_url}",
                 seconds(timeout)
@@ -198,11 +221,17 @@ impl Invoker {
     async fn exchange(
         &self,
         req: PreparedRequest,
+        allow_link_local: bool,
     ) -> Result<(ResponseHead, CappedBody), reqwest::Error> {
         let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
             .unwrap_or(reqwest::Method::GET);
         let request_url = req.url.clone();
-        let mut builder = self.http.request(method, req.url);
+        let http = if allow_link_local {
+            &self.http_link_local
+        } else {
+            &self.http
+        };
+        let mut builder = http.request(method, req.url);
         for (name, value) in req.headers {
             builder = builder.header(name, value);
         }
@@ -231,6 +260,51 @@ impl Invoker {
         let body = read_capped(&mut resp, self.options.max_response_bytes).await?;
         Ok((head, body))
     }
+}
+
+/// One HTTP client: same-origin redirects only, names resolved through the address
+/// policy (`allow_link_local` or not).
+fn client(
+    options: &InvokerOptions,
+    allow_link_local: bool,
+    fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
+) -> Result<reqwest::Client, reqwest::Error> {
+    let max = options.max_redirects;
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            let same = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| same_origin(first, attempt.url()));
+            if !allow_link_local {
+                if let Some(refusal) = refused_literal(attempt.url()) {
+                    return attempt.error(refusal);
+                }
+            }
+            if same && attempt.previous().len() <= max {
+                attempt.follow()
+            } else {
+                // Stopping hands the 3xx back, and `shape` says why it was not followed.
+                attempt.stop()
+            }
+        }))
+        .dns_resolver(Arc::new(GuardedResolver {
+            allow_link_local,
+            fixed: Arc::clone(fixed),
+        }))
+        .user_agent(concat!("shortlist/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The refusal for a URL whose host is a link-local or metadata IP literal (names are
+/// checked when resolved).
+fn refused_literal(url: &Url) -> Option<String> {
+    let ip = match url.host()? {
+        url::Host::Ipv4(v4) => IpAddr::V4(v4),
+        url::Host::Ipv6(v6) => IpAddr::V6(v6),
+        url::Host::Domain(_) => return None,
+    };
+    address::refused(ip).map(|why| address::refusal(ip, &ip.to_string(), why))
 }
 
 /// Whether a redirect from `from` to `to` stays on the same host and port, and does not

@@ -12,6 +12,7 @@
 //!      ─► client (timeout, same-host redirects) ─► response (cap, shape) ─► CallOutcome
 //! ```
 
+pub mod address;
 pub mod annotations;
 pub mod args;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod body;
 pub mod check;
 pub mod client;
 pub mod outcome;
+pub mod redact;
 pub mod request;
 pub mod response;
 pub mod schema;

@@ -172,20 +172,71 @@ pub fn build_request(
             host_of(&base)
         ));
     }
-    let mut shown = url.clone();
-    shown.set_query(None);
-    // A base URL may carry credentials as user info (`https://user:pw@host`); the shown
-    // URL reaches error messages, logs and the model. (Only fails for URLs without a
-    // host, which base_url refuses.)
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
+    let display_url = shown_url(&url);
     Ok(PreparedRequest {
         method: ep.method,
         url,
         headers,
         body,
-        display_url: shown.to_string(),
+        display_url,
     })
+}
+
+/// A URL as messages, logs and the model may see it: without its query (which may hold
+/// an API key) and without user info (`https://user:pw@host` carries credentials, which
+/// the HTTP client sends as basic auth).
+pub fn shown_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    // (Only fails for URLs that cannot have user info, which then have none.)
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.to_string()
+}
+
+/// A base URL as configured, for display: [`shown_url`] when it parses, else the text
+/// with anything between `://` and an `@` in its authority removed.
+pub fn shown_url_text(raw: &str) -> String {
+    if let Ok(u) = Url::parse(raw) {
+        if u.has_host() {
+            return shown_url(&u);
+        }
+    }
+    let Some(scheme_end) = raw.find("://").map(|i| i + 3) else {
+        return raw.to_string();
+    };
+    let rest = &raw[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &raw[..scheme_end], &rest[at + 1..]),
+        None => raw.to_string(),
+    }
+}
+
+/// Registers the user info of a base URL as secrets: the user name and password, as
+/// written and percent-decoded, and the basic-auth token the HTTP client makes of them.
+pub fn register_user_info(raw: &str, redactor: &mut super::auth::Redactor) {
+    let Ok(u) = Url::parse(raw) else {
+        return;
+    };
+    if u.username().is_empty() && u.password().is_none() {
+        return;
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let user = decode(u.username());
+    let pass = u.password().map(decode);
+    for s in [Some(u.username()), u.password()].into_iter().flatten() {
+        redactor.add(s);
+        redactor.add(&decode(s));
+    }
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{user}:{}", pass.as_deref().unwrap_or("")));
+    redactor.add(&token);
 }
 
 /// The base URL: the config's `base_url`, else the endpoint's first server. It must be
@@ -202,9 +253,10 @@ fn base_url(ep: &Endpoint, cfg: Option<&ApiConfig>) -> Result<Url, String> {
             )
         })?;
     let hint = format!("set `base_url` for API '{}' in the catalog config", ep.api);
+    let shown = shown_url_text(raw);
     if raw.contains('{') {
         return Err(format!(
-            "the server URL '{raw}' of API '{}' has an unresolved variable; {hint}",
+            "the server URL '{shown}' of API '{}' has an unresolved variable; {hint}",
             ep.api
         ));
     }
@@ -212,20 +264,20 @@ fn base_url(ep: &Endpoint, cfg: Option<&ApiConfig>) -> Result<Url, String> {
         Ok(u) => u,
         Err(url::ParseError::RelativeUrlWithoutBase) => {
             return Err(format!(
-                "the server URL '{raw}' of API '{}' is relative; {hint}",
+                "the server URL '{shown}' of API '{}' is relative; {hint}",
                 ep.api
             ));
         }
         Err(e) => {
             return Err(format!(
-                "the server URL '{raw}' of API '{}' is invalid ({e}); {hint}",
+                "the server URL '{shown}' of API '{}' is invalid ({e}); {hint}",
                 ep.api
             ))
         }
     };
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return Err(format!(
-            "the server URL '{raw}' of API '{}' is not an http(s) URL with a host; {hint}",
+            "the server URL '{shown}' of API '{}' is not an http(s) URL with a host; {hint}",
             ep.api
         ));
     }

@@ -242,14 +242,16 @@ fn text_of(bytes: &[u8], ct: &str, truncated: bool) -> Option<String> {
 }
 
 /// A bounded excerpt of an error body; HTML pages are reduced to their text.
-/// Secrets are masked before cleaning and clipping, so a cut cannot leave half of one.
+/// Secrets are masked before cleaning and clipping, so a cut cannot leave half of one,
+/// and again after cleaning.
 fn excerpt(bytes: &[u8], ct: &str, max: usize, redactor: &Redactor) -> String {
     // HTML pages shrink a lot when cleaned, so more than `max` is read before cleaning.
     let raw = String::from_utf8_lossy(&bytes[..bytes.len().min(max.saturating_mul(16))]);
     let raw = redactor.redact_cut(&raw);
     let html = ct.contains("html") || raw.trim_start().starts_with('<');
     let text = if html {
-        crate::text::clean(&raw)
+        // Cleaning decodes entities (`&#x2F;`), which may reveal a secret again.
+        redactor.redact(&crate::text::clean(&raw))
     } else {
         raw.trim().to_string()
     };

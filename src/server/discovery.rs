@@ -126,7 +126,8 @@ pub fn describe(ep: &Endpoint, api_cfg: Option<&ApiConfig>, exposed: bool) -> Va
         "exposed": exposed,
     });
     if let Some(base) = ep.servers.first() {
-        out["base_url"] = json!(base);
+        // Never the user info or query of a configured base URL: both may be credentials.
+        out["base_url"] = json!(crate::invoke::request::shown_url_text(base));
     }
     if ep.deprecated {
         out["deprecated"] = json!(true);

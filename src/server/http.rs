@@ -64,6 +64,7 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.clone())
         .with_cancellation_token(shutdown.child_token());
+    let max_body_bytes = config.max_request_body_bytes;
     let mcp_state = Arc::clone(&state);
     let mcp = StreamableHttpService::new(
         move || Ok(ShortlistServer::for_http(Arc::clone(&mcp_state))),
@@ -81,6 +82,10 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
         ));
     let app = Router::new()
         .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            max_body_bytes,
+            super::parse_error::on_mcp,
+        ))
         .layer(axum::middleware::from_fn(deleted_is_no_content))
         .layer(axum::middleware::from_fn_with_state(
             guard.clone(),

@@ -21,7 +21,6 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -157,25 +156,9 @@ pub async fn message(
     let Some(mut tx) = sse.sender(&id) else {
         return (StatusCode::NOT_FOUND, "Not Found: no such session").into_response();
     };
-    let msg: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
+    let msg = match super::parse_error::message(&body) {
         Ok(m) => m,
-        Err(e) => {
-            let (code, what) = if serde_json::from_slice::<serde_json::Value>(&body).is_ok() {
-                (-32600, "Invalid Request")
-            } else {
-                (-32700, "Parse error")
-            };
-            let text = crate::text::clip_chars(&e.to_string(), 200);
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": null,
-                    "error": {"code": code, "message": format!("{what}: {text}")}
-                })),
-            )
-                .into_response();
-        }
+        Err(rejection) => return *rejection,
     };
     match tx.send(msg).await {
         Ok(()) => StatusCode::ACCEPTED.into_response(),

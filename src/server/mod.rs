@@ -22,6 +22,7 @@ pub mod legacy_sse;
 pub mod memory;
 pub mod meta_tools;
 pub mod outcome;
+pub mod parse_error;
 pub mod state;
 pub mod tools;
 

@@ -94,6 +94,23 @@ impl ServerState {
         api_ids.dedup();
         api_ids.sort();
         api_ids.dedup();
+        // Credentials in base URLs are known from the start, so no log line (of any
+        // level, from any crate) shows them, even before the first call.
+        let mut secrets = crate::invoke::redact::Redactor::default();
+        let servers = shortlister
+            .endpoints()
+            .iter()
+            .flat_map(|e| e.servers.first());
+        for raw in catalog
+            .config
+            .apis
+            .iter()
+            .filter_map(|a| a.base_url.as_ref())
+            .chain(servers)
+            .filter(|s| s.contains('@'))
+        {
+            crate::invoke::request::register_user_info(raw, &mut secrets);
+        }
         ServerState {
             clients: ClientRegistry::new(options.max_tools, options.idle_expiry),
             shortlister,
