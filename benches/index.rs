@@ -225,7 +225,7 @@ fn dir_size(p: &Path) -> u64 {
 }
 
 fn restbench_queries(root: &Path) -> Vec<String> {
-    let bench = root.join("../shared/bench/restbench");
+    let bench = root.join("datasets/restbench");
     let mut out = Vec::new();
     for f in ["tmdb_queries.jsonl", "spotify_queries.jsonl"] {
         let text = std::fs::read_to_string(bench.join(f)).unwrap_or_default();

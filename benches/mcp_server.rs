@@ -1,6 +1,6 @@
 //! MCP server benchmark: `cargo bench --bench mcp_server`.
 //!
-//! On the RestBench catalogs (TMDB, Spotify; `../shared/bench/restbench`, or
+//! On the RestBench catalogs (TMDB, Spotify; `datasets/restbench`, or
 //! `SHORTLIST_RESTBENCH`), through the real `shortlist serve` binary:
 //!
 //! - `find_tools` latency over MCP, seen by a client (request written to answer parsed),
@@ -27,7 +27,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bench = std::env::var_os("SHORTLIST_RESTBENCH")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared/bench/restbench"));
+        .unwrap_or_else(|| root.join("datasets/restbench"));
     let bpe = tiktoken_rs::cl100k_base().expect("cl100k tokenizer");
     let tokens = |v: &Value| bpe.encode_with_special_tokens(&compact(v)).len();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");

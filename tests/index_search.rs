@@ -252,7 +252,7 @@ fn search_is_the_head_of_the_full_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = shortlister("tmdb.json", dir.path());
     let queries: Vec<String> = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/restbench/tmdb_queries.jsonl"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/restbench/tmdb_queries.jsonl"),
     )
     .expect("RestBench queries")
     .lines()
