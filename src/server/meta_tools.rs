@@ -11,8 +11,11 @@
 
 use super::tools::mcp_annotations;
 use crate::invoke::annotations::ToolAnnotations as Hints;
+use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{JsonObject, Tool};
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub const FIND_TOOLS: &str = "find_tools";
@@ -31,17 +34,82 @@ pub fn is_meta(name: &str) -> bool {
     matches!(name, FIND_TOOLS | DESCRIBE_TOOL | CALL_TOOL)
 }
 
+/// `find_tools` arguments. The input schema clients see is derived from this type (field
+/// docs become descriptions); [`patch_find_schema`] adds what only the running server knows.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindArgs {
+    /// The task, e.g. 'find the director of the movie Inception'.
+    #[serde(deserialize_with = "query_text")]
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// How many endpoints to return.
+    #[serde(default = "default_k", deserialize_with = "count")]
+    #[schemars(range(min = 1))]
+    pub k: usize,
+    /// Only endpoints of this API.
+    #[serde(default, deserialize_with = "optional_text")]
+    #[schemars(with = "String")]
+    pub api: Option<String>,
+}
+
+/// `describe_tool` arguments.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescribeArgs {
+    /// A tool name returned by find_tools.
+    #[serde(deserialize_with = "name_text")]
+    #[schemars(length(min = 1))]
+    pub name: String,
+}
+
+/// `call_tool` arguments.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallArgs {
+    /// A tool name returned by find_tools.
+    #[serde(deserialize_with = "name_text")]
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// The tool's arguments, as its inputSchema describes.
+    #[serde(default, deserialize_with = "tool_arguments")]
+    pub arguments: JsonObject,
+}
+
+fn default_k() -> usize {
+    DEFAULT_K
+}
+
+/// The schema derived from `T`, as a tool input schema (root type object, no title).
+fn input_schema<T: JsonSchema + 'static>() -> JsonObject {
+    match schema_for_input::<T>() {
+        Ok(s) => s.as_ref().clone(),
+        // Only a type whose root is not an object fails, and the three above are structs.
+        Err(e) => unreachable!("meta-tool argument type without an object schema: {e}"),
+    }
+}
+
+/// The runtime parts of the `find_tools` schema, the one place they are patched in: the
+/// server's bound on `k`, and the catalog's API ids offered as an enum on `api` when there
+/// is more than one.
+fn patch_find_schema(schema: &mut JsonObject, apis: &[String], max_k: usize) {
+    let Some(Value::Object(props)) = schema.get_mut("properties") else {
+        return;
+    };
+    if let Some(Value::Object(k)) = props.get_mut("k") {
+        k.insert("maximum".into(), json!(max_k));
+    }
+    if let (Some(Value::Object(api)), true) = (props.get_mut("api"), apis.len() > 1) {
+        api.insert("enum".into(), json!(apis));
+    }
+}
+
 /// The meta-tool definitions. `apis` lists the catalog's API ids (offered as an enum for
 /// `find_tools.api` when there is more than one); `max_k` bounds `k`; `exposes` says whether
 /// `find_tools` adds tools to the client's list (dynamic mode) or only ranks.
 pub fn definitions(apis: &[String], max_k: usize, exposes: bool) -> Vec<Tool> {
-    let mut api = json!({
-        "type": "string",
-        "description": "Only endpoints of this API."
-    });
-    if apis.len() > 1 {
-        api["enum"] = json!(apis);
-    }
+    let mut find_schema = input_schema::<FindArgs>();
+    patch_find_schema(&mut find_schema, apis, max_k);
     let find_description = if exposes {
         "Find the API endpoints for a task and add them to your tools. Describe what you want \
          to do in plain words. Returns the best matches with their required arguments; call \
@@ -50,45 +118,22 @@ pub fn definitions(apis: &[String], max_k: usize, exposes: bool) -> Vec<Tool> {
         "Find the API endpoints for a task. Describe what you want to do in plain words. \
          Returns the best matches with their required arguments; call them with call_tool."
     };
-    let find = Tool::new(
-        FIND_TOOLS,
-        find_description,
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1,
-                          "description": "The task, e.g. 'find the director of the movie Inception'."},
-                "k": {"type": "integer", "minimum": 1, "maximum": max_k, "default": DEFAULT_K,
-                      "description": "How many endpoints to return."},
-                "api": api
+    let find = Tool::new(FIND_TOOLS, find_description, Arc::new(find_schema))
+        .with_title("Find API tools")
+        .with_annotations(mcp_annotations(
+            Hints {
+                read_only_hint: true,
+                destructive_hint: false,
+                idempotent_hint: true,
+                open_world_hint: false,
             },
-            "required": ["query"],
-            "additionalProperties": false
-        })),
-    )
-    .with_title("Find API tools")
-    .with_annotations(mcp_annotations(
-        Hints {
-            read_only_hint: true,
-            destructive_hint: false,
-            idempotent_hint: true,
-            open_world_hint: false,
-        },
-        "Find API tools".into(),
-    ));
+            "Find API tools".into(),
+        ));
     let describe = Tool::new(
         DESCRIBE_TOOL,
         "The full definition of one API tool: every parameter with its type, constraints and \
          examples, the request body schema, and the authentication it needs.",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1,
-                         "description": "A tool name returned by find_tools."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })),
+        Arc::new(input_schema::<DescribeArgs>()),
     )
     .with_title("Describe an API tool")
     .with_annotations(mcp_annotations(
@@ -104,17 +149,7 @@ pub fn definitions(apis: &[String], max_k: usize, exposes: bool) -> Vec<Tool> {
         CALL_TOOL,
         "Call any API tool by name with its arguments, exactly as if it were called directly. \
          Use it for tools found with find_tools that are not (yet) in your tool list.",
-        schema(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1,
-                         "description": "A tool name returned by find_tools."},
-                "arguments": {"type": "object", "additionalProperties": true,
-                              "description": "The tool's arguments, as its inputSchema describes."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })),
+        Arc::new(input_schema::<CallArgs>()),
     )
     .with_title("Call an API tool")
     .with_annotations(mcp_annotations(
@@ -130,105 +165,97 @@ pub fn definitions(apis: &[String], max_k: usize, exposes: bool) -> Vec<Tool> {
     vec![find, describe, call]
 }
 
-fn schema(v: Value) -> Arc<JsonObject> {
-    match v {
-        Value::Object(o) => Arc::new(o),
-        _ => Arc::new(Map::new()),
-    }
+/// Parses arguments into `T`; the error is a message for the model.
+fn parse<T: for<'de> Deserialize<'de>>(args: &JsonObject) -> Result<T, String> {
+    serde_json::from_value(Value::Object(args.clone())).map_err(|e| {
+        // serde names unknown and missing fields itself; the field parsers below name
+        // theirs. "unknown field `q`, expected ..." reads as an argument error as it is.
+        e.to_string().replace("field", "argument")
+    })
 }
 
-/// Parsed `find_tools` arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FindArgs {
-    pub query: String,
-    pub k: usize,
-    pub api: Option<String>,
-}
-
-/// Parsed `call_tool` arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallArgs {
-    pub name: String,
-    pub arguments: JsonObject,
-}
-
-/// Reads `find_tools` arguments; the error is a message for the model.
+/// Reads `find_tools` arguments; `k` above `max_k` is lowered to it.
 pub fn find_args(args: &JsonObject, max_k: usize) -> Result<FindArgs, String> {
-    // A task description longer than this is not a query any more; bounding it bounds the
-    // ranking work one request can cause.
-    let query: String = required_string(args, "query")?
-        .chars()
-        .take(MAX_QUERY_CHARS)
-        .collect();
-    let k = match args.get("k") {
-        None | Some(Value::Null) => DEFAULT_K,
-        Some(v) => match v.as_u64().or_else(|| {
-            v.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                .map(|f| f as u64)
-        }) {
-            Some(n) if n >= 1 => (n as usize).min(max_k),
-            _ => return Err(format!("'k' must be an integer from 1 to {max_k}")),
-        },
-    };
-    let api = match args.get("api") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Some(Value::String(_)) => None,
-        Some(_) => return Err("'api' must be a string".into()),
-    };
-    reject_unknown(args, &["query", "k", "api"])?;
-    Ok(FindArgs { query, k, api })
+    let mut a: FindArgs = parse(args)?;
+    a.k = a.k.min(max_k);
+    Ok(a)
 }
 
 /// Reads the `describe_tool` name.
 pub fn describe_args(args: &JsonObject) -> Result<String, String> {
-    let name = required_string(args, "name")?;
-    reject_unknown(args, &["name"])?;
-    Ok(name)
+    parse::<DescribeArgs>(args).map(|a| a.name)
 }
 
 /// Reads `call_tool` arguments. `arguments` may be omitted (tools without parameters) or,
 /// as some clients do, sent as a JSON string.
 pub fn call_args(args: &JsonObject) -> Result<CallArgs, String> {
-    let name = required_string(args, "name")?;
-    let arguments = match args.get("arguments") {
-        None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::Object(o)) => o.clone(),
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(o)) => o,
-            _ => return Err("'arguments' must be an object of the tool's arguments".into()),
-        },
-        Some(_) => return Err("'arguments' must be an object of the tool's arguments".into()),
-    };
-    reject_unknown(args, &["name", "arguments"])?;
-    Ok(CallArgs { name, arguments })
+    parse(args)
 }
 
-fn required_string(args: &JsonObject, key: &str) -> Result<String, String> {
-    match args.get(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Some(Value::String(_)) | None | Some(Value::Null) => Err(format!(
+/// A required non-empty string, trimmed.
+fn required_text<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<String, D::Error> {
+    match Value::deserialize(d)? {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Value::String(_) | Value::Null => Err(serde::de::Error::custom(format!(
             "'{key}' is required and must be a non-empty string"
-        )),
-        Some(_) => Err(format!("'{key}' must be a string")),
+        ))),
+        _ => Err(serde::de::Error::custom(format!(
+            "'{key}' must be a string"
+        ))),
     }
 }
 
-fn reject_unknown(args: &JsonObject, known: &[&str]) -> Result<(), String> {
-    let unknown: Vec<&str> = args
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !known.contains(k))
-        .collect();
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "unknown argument(s) {}; expected {}",
-            unknown.join(", "),
-            known.join(", ")
-        ))
+/// The task text. A description longer than [`MAX_QUERY_CHARS`] is not a query any more;
+/// bounding it bounds the ranking work one request can cause.
+fn query_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(required_text(d, "query")?
+        .chars()
+        .take(MAX_QUERY_CHARS)
+        .collect())
+}
+
+fn name_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    required_text(d, "name")
+}
+
+/// `k`: a positive integer; `3.0` counts as 3 (some clients send every number as a float),
+/// `null` as not given.
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    let v = Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(DEFAULT_K);
+    }
+    match v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+            .map(|f| f as u64)
+    }) {
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        _ => Err(serde::de::Error::custom("'k' must be a positive integer")),
+    }
+}
+
+/// `api`: an empty string means no filter, like leaving it out.
+fn optional_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) if s.trim().is_empty() => Ok(None),
+        Value::String(s) => Ok(Some(s.trim().to_string())),
+        _ => Err(serde::de::Error::custom("'api' must be a string")),
+    }
+}
+
+/// `arguments`: an object, or the same object sent as a JSON string.
+fn tool_arguments<'de, D: Deserializer<'de>>(d: D) -> Result<JsonObject, D::Error> {
+    let bad = || serde::de::Error::custom("'arguments' must be an object of the tool's arguments");
+    match Value::deserialize(d)? {
+        Value::Null => Ok(JsonObject::new()),
+        Value::Object(o) => Ok(o),
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(o)) => Ok(o),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
     }
 }
 
@@ -302,5 +329,58 @@ mod tests {
             json!(["a", "b"])
         );
         assert_eq!(d[0].input_schema["properties"]["k"]["maximum"], json!(20));
+        // One API: nothing to choose from, no enum.
+        let d = definitions(&["a".into()], 20, true);
+        assert!(d[0].input_schema["properties"]["api"].get("enum").is_none());
+    }
+
+    /// The derived schemas say what the parsers accept: the same properties, the same
+    /// required ones, nothing else allowed, and the documented descriptions and bounds.
+    #[test]
+    fn derived_schemas_match_the_parsers() {
+        let d = definitions(&["a".into(), "b".into()], 20, true);
+        let props = |i: usize| -> Vec<String> {
+            d[i].input_schema["properties"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(props(0), ["query", "k", "api"]);
+        assert_eq!(props(1), ["name"]);
+        assert_eq!(props(2), ["name", "arguments"]);
+        for (i, required) in [
+            (0, json!(["query"])),
+            (1, json!(["name"])),
+            (2, json!(["name"])),
+        ] {
+            let s = &d[i].input_schema;
+            assert_eq!(s["type"], json!("object"));
+            assert_eq!(s["required"], required, "{}", d[i].name);
+            assert_eq!(s["additionalProperties"], json!(false), "{}", d[i].name);
+            assert!(s.get("title").is_none());
+        }
+        let find = &d[0].input_schema["properties"];
+        assert_eq!(find["query"]["type"], json!("string"));
+        assert_eq!(find["query"]["minLength"], json!(1));
+        assert!(find["query"]["description"]
+            .as_str()
+            .is_some_and(|t| t.contains("Inception")));
+        assert_eq!(find["k"]["type"], json!("integer"));
+        assert_eq!(find["k"]["minimum"], json!(1));
+        assert_eq!(find["k"]["default"], json!(DEFAULT_K));
+        assert_eq!(find["api"]["type"], json!("string"));
+        assert_eq!(
+            d[2].input_schema["properties"]["arguments"]["type"],
+            json!("object")
+        );
+        // Every property the schema offers is accepted; anything else is refused by name.
+        assert!(find_args(&obj(json!({"query": "q", "k": 2, "api": "a"})), 20).is_ok());
+        assert!(call_args(&obj(json!({"name": "t", "arguments": {}}))).is_ok());
+        let e = find_args(&obj(json!({"query": "q", "limit": 2})), 20).unwrap_err();
+        assert!(e.contains("unknown argument `limit`"), "{e}");
+        let e = describe_args(&obj(json!({}))).unwrap_err();
+        assert!(e.contains("missing argument `name`"), "{e}");
+        let e = find_args(&obj(json!({"query": "q", "k": "3"})), 20).unwrap_err();
+        assert!(e.contains("'k'"), "{e}");
     }
 }
