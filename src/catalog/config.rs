@@ -3,7 +3,11 @@
 //! switch.
 //!
 //! ```toml
-//! data_dir = ".shortlist"          # optional, relative to this file
+//! data_dir = ".shortlist"          # optional, relative to this file (default: a per-user
+//!                                  # cache folder for this catalog)
+//! [model]                          # optional: the embedding model (flags override it)
+//! dir = "models/bge-small-en"      # relative to this file
+//! pooling = "cls"
 //!
 //! [[api]]
 //! id = "tmdb"
@@ -28,6 +32,32 @@ pub struct CatalogConfig {
     /// Settings of `shortlist enrich` (command-line flags override them).
     #[serde(default)]
     pub enrich: Option<EnrichConfig>,
+    /// The embedding model (command-line flags override it; it overrides the environment).
+    #[serde(default)]
+    pub model: Option<ModelConfig>,
+}
+
+/// The `[model]` table: which embedding model and ONNX Runtime, and how to run them. Each
+/// key has a flag of the same name (`--model-dir`, `--ort-library`, `--pooling`,
+/// `--max-tokens`, `--embed-threads`) and an environment variable it overrides.
+///
+/// ```toml
+/// [model]
+/// dir = "models/bge-small-en-v1.5"     # model.onnx + tokenizer files; relative to this file
+/// ort_library = "/opt/onnxruntime/lib/libonnxruntime.so.1.24.4"
+/// pooling = "cls"                      # mean (default) or cls
+/// max_tokens = 256
+/// threads = 2
+/// ```
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub dir: Option<PathBuf>,
+    pub ort_library: Option<PathBuf>,
+    /// `mean` or `cls`; checked where the model is loaded.
+    pub pooling: Option<String>,
+    pub max_tokens: Option<usize>,
+    pub threads: Option<usize>,
 }
 
 /// The `[enrich]` table: which LLM `shortlist enrich` talks to. The API key is named by
@@ -138,6 +168,16 @@ impl CatalogConfig {
                 *p = dir.join(&*p);
             }
         }
+        if let Some(m) = cfg.model.as_mut() {
+            for p in [m.dir.as_mut(), m.ort_library.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                if p.is_relative() {
+                    *p = dir.join(&*p);
+                }
+            }
+        }
         Ok(cfg)
     }
 
@@ -146,6 +186,7 @@ impl CatalogConfig {
         CatalogConfig {
             data_dir: None,
             enrich: None,
+            model: None,
             apis: paths
                 .iter()
                 .map(|p| ApiConfig {
@@ -195,6 +236,25 @@ mod tests {
             })
         );
         assert!(cfg.apis[1].read_only);
+    }
+
+    #[test]
+    fn model_table_paths_are_relative_to_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("catalog.toml");
+        std::fs::write(
+            &f,
+            "[model]\ndir = \"m/e5\"\nort_library = \"/abs/libonnxruntime.so\"\npooling = \"cls\"\nmax_tokens = 128\nthreads = 2\n",
+        )
+        .unwrap();
+        let m = CatalogConfig::load(&f).unwrap().model.unwrap();
+        assert_eq!(m.dir, Some(tmp.path().join("m/e5")));
+        assert_eq!(m.ort_library, Some(PathBuf::from("/abs/libonnxruntime.so")));
+        assert_eq!(
+            (m.pooling.as_deref(), m.max_tokens, m.threads),
+            (Some("cls"), Some(128), Some(2))
+        );
+        assert!(toml::from_str::<CatalogConfig>("[model]\nfolder = 'x'\n").is_err());
     }
 
     #[test]

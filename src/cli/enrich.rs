@@ -187,7 +187,7 @@ fn options(args: &EnrichArgs, cfg: &CatalogConfig) -> anyhow::Result<EnrichOptio
             anyhow::bail!("{}: no such prompt folder", d.display());
         }
     }
-    let data_dir = args.catalog.data_dir(cfg);
+    let data_dir = args.catalog.data_dir(Some(cfg))?;
     Ok(EnrichOptions {
         generator,
         only: args.only,

@@ -9,7 +9,7 @@
 //! Every ranking option is a flag (defaults: what `serve` uses), so an ablation is one
 //! command line, and `docs/results.md` quotes the line that produced each row.
 
-use super::load_embedder;
+use super::model::ModelArgs;
 use anyhow::Context;
 use clap::Args;
 use shortlist::eval::report;
@@ -104,14 +104,12 @@ pub struct EvalArgs {
     /// Also list the queries whose top K misses a gold endpoint (K defaults to 10).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "10")]
     pub misses: Option<usize>,
-    /// Where benchmark indexes are kept (one per catalog and doc-text variant).
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "SHORTLIST_EVAL_CACHE",
-        default_value = ".shortlist/eval"
-    )]
-    pub cache_dir: PathBuf,
+    /// Where benchmark indexes are kept (one per catalog and doc-text variant) [default:
+    /// eval/ in the per-user cache folder]
+    #[arg(long, value_name = "DIR", env = "SHORTLIST_EVAL_CACHE")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// A parsed `--cut`.
@@ -191,9 +189,18 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         variant: args.variant,
         options: args.options(),
         ks,
-        cache_dir: args.cache_dir.clone(),
+        cache_dir: match &args.cache_dir {
+            Some(d) => d.clone(),
+            None => shortlist::places::user_cache_dir()
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no per-user cache folder (HOME is not set): pass --cache-dir DIR"
+                    )
+                })?
+                .join("eval"),
+        },
     };
-    let mut embedder = load_embedder()?;
+    let mut embedder = args.model.load(None)?;
     let mut reports = Vec::new();
     for setting in args.settings() {
         let (report, e) = run_setting(&setting, &config, embedder, |m| {

@@ -1,6 +1,7 @@
 //! `shortlist index`: build or update the endpoint index.
 
-use super::{load_embedder, CatalogArgs};
+use super::model::ModelArgs;
+use super::CatalogArgs;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use shortlist::index::catalog_index;
@@ -15,12 +16,14 @@ pub struct IndexArgs {
     /// Which fields make up each endpoint's doc text.
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
     let catalog = args.catalog.load()?;
-    let data_dir = args.catalog.data_dir(&catalog.config);
-    let embedder = load_embedder()?;
+    let data_dir = args.catalog.data_dir(Some(&catalog.config))?;
+    let embedder = args.model.load(Some(&catalog.config))?;
     // A bar on a terminal; nothing otherwise, so logs and CI output stay readable.
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(0);

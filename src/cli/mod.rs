@@ -1,12 +1,15 @@
 //! Subcommands and what they share: catalog arguments, the data folder, logging.
 
+pub mod call;
+pub mod client_config;
 pub mod enrich;
 pub mod eval;
 pub mod index;
+pub mod install;
+pub mod model;
 pub mod search;
 pub mod serve;
 
-use anyhow::Context;
 use clap::Args;
 use shortlist::catalog::{Catalog, CatalogConfig};
 use std::path::PathBuf;
@@ -21,7 +24,8 @@ pub struct CatalogArgs {
     /// Spec files or folders of specs (instead of, or in addition to, --config).
     #[arg(value_name = "SPEC")]
     pub paths: Vec<PathBuf>,
-    /// Where the index lives (default: the config's data_dir, else .shortlist).
+    /// Where the index lives [default: the config's data_dir, else a folder for this
+    /// catalog in the per-user cache folder, e.g. ~/.cache/shortlist/catalog-3f2a…]
     #[arg(long, value_name = "DIR", env = "SHORTLIST_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
 }
@@ -40,12 +44,30 @@ impl CatalogArgs {
         Ok(cfg)
     }
 
-    /// The data folder.
-    pub fn data_dir(&self, cfg: &CatalogConfig) -> PathBuf {
-        self.data_dir
+    /// The config file alone (no API required), for commands that only need its settings.
+    pub fn config_file(&self) -> anyhow::Result<Option<CatalogConfig>> {
+        self.config.as_deref().map(CatalogConfig::load).transpose()
+    }
+
+    /// The data folder: `--data-dir` (or `$SHORTLIST_DATA_DIR`), else the config's
+    /// `data_dir`, else this catalog's folder in the per-user cache, keyed by the config
+    /// file and spec paths, so the same catalog finds its index from any working folder.
+    pub fn data_dir(&self, cfg: Option<&CatalogConfig>) -> anyhow::Result<PathBuf> {
+        if let Some(d) = self
+            .data_dir
             .clone()
-            .or_else(|| cfg.data_dir.clone())
-            .unwrap_or_else(|| PathBuf::from(".shortlist"))
+            .or_else(|| cfg.and_then(|c| c.data_dir.clone()))
+        {
+            return Ok(d);
+        }
+        let sources: Vec<PathBuf> = self.config.iter().chain(&self.paths).cloned().collect();
+        if sources.is_empty() {
+            anyhow::bail!("no catalog given: pass --config FILE, spec paths or --data-dir DIR");
+        }
+        let cache = shortlist::places::user_cache_dir().ok_or_else(|| {
+            anyhow::anyhow!("no per-user cache folder (HOME is not set): pass --data-dir DIR")
+        })?;
+        Ok(shortlist::places::catalog_dir(&cache, &sources))
     }
 
     /// Loads the catalog, printing one line per problem on stderr.
@@ -105,10 +127,4 @@ pub fn init_logging() {
         .with_writer(shortlist::invoke::redact::LogWriter)
         .with_ansi(ansi)
         .try_init();
-}
-
-/// Loads the embedding model, with the fix in the error when it is missing.
-pub fn load_embedder() -> anyhow::Result<shortlist::index::Embedder> {
-    let cfg = shortlist::index::EmbedderConfig::locate();
-    shortlist::index::Embedder::load(&cfg).context("cannot load the embedding model")
 }

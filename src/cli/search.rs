@@ -1,12 +1,11 @@
 //! `shortlist search`: rank the endpoints of an existing index for a query.
 
-use super::load_embedder;
+use super::model::ModelArgs;
+use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
-use shortlist::catalog::CatalogConfig;
 use shortlist::index::catalog_index::EndpointIndex;
 use shortlist::shortlist::{Options, Retrieval, Shortlister};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -25,24 +24,16 @@ pub struct SearchArgs {
     /// Which retrievers rank the endpoints.
     #[arg(long, value_enum, default_value_t = Retrieval::default())]
     pub retrieval: Retrieval,
-    /// Catalog config whose data_dir holds the index.
-    #[arg(short, long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// The index folder (default: the config's data_dir, else .shortlist).
-    #[arg(long, value_name = "DIR", env = "SHORTLIST_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
+    /// The catalog whose index to search (as given to `shortlist index`).
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let cfg_dir = match &args.config {
-        Some(p) => CatalogConfig::load(p)?.data_dir,
-        None => None,
-    };
-    let data_dir = args
-        .data_dir
-        .clone()
-        .or(cfg_dir)
-        .unwrap_or_else(|| PathBuf::from(".shortlist"));
+    let cfg = args.catalog.config_file()?;
+    let data_dir = args.catalog.data_dir(cfg.as_ref())?;
     let index = EndpointIndex::open(&data_dir)
         .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
         .with_context(|| {
@@ -51,7 +42,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 data_dir.display()
             )
         })?;
-    let embedder = load_embedder()?;
+    let embedder = args.model.load(cfg.as_ref())?;
     if !index.is_compatible(&embedder, index.manifest().doc_text_version) {
         anyhow::bail!(
             "the index in {} was built with another embedding model; run `shortlist index` again",

@@ -5,7 +5,8 @@
 //! endpoints whose text changed. Everything is reported on stderr; in stdio mode stdout
 //! carries nothing but the protocol.
 
-use super::{load_embedder, CatalogArgs};
+use super::model::ModelArgs;
+use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
 use shortlist::index::catalog_index;
@@ -51,6 +52,8 @@ pub struct ServeArgs {
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -61,8 +64,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let started = Instant::now();
     let catalog = args.catalog.load()?;
-    let data_dir = args.catalog.data_dir(&catalog.config);
-    let embedder = load_embedder()?;
+    let data_dir = args.catalog.data_dir(Some(&catalog.config))?;
+    let embedder = args.model.load(Some(&catalog.config))?;
     let (index, stats) = catalog_index::build(
         &catalog,
         &data_dir,

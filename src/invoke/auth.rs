@@ -59,6 +59,11 @@ pub fn resolve(
     };
     let read = |var: &str, what: &str| -> Result<String, String> {
         match env(var) {
+            // A client that does not expand `${VAR}` in its configuration (or expands an
+            // unset one to itself) passes the placeholder on: it is no credential.
+            Some(v) if v.starts_with("${") && v.ends_with('}') => Err(format!(
+                "environment variable {var} holds the placeholder {v}, which the MCP client did not expand; set {var} where the client starts, or write its value in the client's configuration"
+            )),
             Some(v) if !v.is_empty() => Ok(v),
             _ => Err(format!(
                 "environment variable {var} is not set; it should hold the {what} for API '{api}' (see `auth` in the catalog config)"
@@ -139,6 +144,20 @@ mod tests {
             err.contains("environment variable TMDB_TOKEN is not set"),
             "{err}"
         );
+        // What a client configuration that was never filled in passes on.
+        for placeholder in ["${TMDB_TOKEN}", "${env:TMDB_TOKEN}"] {
+            let vars: &'static [(&str, &str)] = if placeholder.contains("env:") {
+                &[("TMDB_TOKEN", "${env:TMDB_TOKEN}")]
+            } else {
+                &[("TMDB_TOKEN", "${TMDB_TOKEN}")]
+            };
+            let err =
+                resolve(Some(&auth), "tmdb", &env(vars), &mut Redactor::default()).unwrap_err();
+            assert!(
+                err.contains("holds the placeholder") && err.contains(placeholder),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,16 @@
 Made for the Rust integration tests: they spawn it with .venv/bin/python (set up by
 scripts/setup-test-tools.sh) so that a real, independent client checks the server.
 
-    mcp_client.py (--stdio "CMD ARGS..." | --http URL | --sse URL) [--mode legacy|auto] --script FILE|-
+    mcp_client.py (--stdio "CMD ARGS..." | --http URL | --sse URL | --config-entry FILE#NAME)
+                  [--expand none|claude-code|cursor] [--mode legacy|auto] --script FILE|-
+
+--config-entry FILE#NAME  start the server the way an MCP client would from its
+               configuration file: `mcpServers[NAME]` of FILE gives command, args and env.
+               `--expand` says how the client expands references to its own environment in
+               those strings: claude-code `${VAR}` / `${VAR:-default}` (an unset VAR stays as
+               written, as Claude Code leaves it), cursor `${env:VAR}`, none (Claude Desktop).
+               Like those clients, the server gets only the SDK's default environment (HOME,
+               PATH, ...) plus the entry's env block.
 
 --sse URL      the HTTP+SSE transport of protocol 2024-11-05 (GET URL, POST to the announced
                endpoint); always the legacy handshake.
@@ -37,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from contextlib import AsyncExitStack
@@ -137,7 +147,9 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
         elif isinstance(msg, types.ToolListChangedNotification):
             changes.hit("message_handler")
 
-    if args.stdio:
+    if args.config_entry:
+        server = entry_server(args.config_entry, args.expand)
+    elif args.stdio:
         argv = shlex.split(args.stdio)
         # Pass our whole environment on (the SDK would keep only HOME/PATH/...): tests
         # configure the server through env vars set on this driver.
@@ -186,6 +198,32 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
         raise Failure("transport errors: " + "; ".join(transport_errors))
 
 
+def expand(text: str, how: str) -> str:
+    """A client's expansion of environment references in a configuration string."""
+    if how == "claude-code":
+        def sub(m: re.Match) -> str:
+            name, default = m.group(1), m.group(3)
+            if name in os.environ:
+                return os.environ[name]
+            return default if default is not None else m.group(0)
+        return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}", sub, text)
+    if how == "cursor":
+        return re.sub(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}",
+                      lambda m: os.environ.get(m.group(1), m.group(0)), text)
+    return text
+
+
+def entry_server(spec: str, how: str) -> StdioServerParameters:
+    path, _, name = spec.rpartition("#")
+    with open(path) as f:
+        entry = json.load(f)["mcpServers"][name]
+    if entry.get("type", "stdio") != "stdio":
+        raise Failure(f"{path}: {name} is not a stdio server")
+    env = {k: expand(v, how) for k, v in (entry.get("env") or {}).items()}
+    return StdioServerParameters(command=expand(entry["command"], how),
+                                 args=[expand(a, how) for a in entry.get("args", [])], env=env)
+
+
 def flatten(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [e for sub in exc.exceptions for e in flatten(sub)]
@@ -198,6 +236,9 @@ def main() -> int:
     target.add_argument("--stdio", help='server command line, e.g. "target/debug/shortlist serve"')
     target.add_argument("--http", help="streamable HTTP endpoint URL, e.g. http://127.0.0.1:PORT/mcp")
     target.add_argument("--sse", help="legacy HTTP+SSE endpoint URL, e.g. http://127.0.0.1:PORT/sse")
+    target.add_argument("--config-entry", help="FILE#NAME: the stdio server mcpServers[NAME] of a client config")
+    ap.add_argument("--expand", choices=["none", "claude-code", "cursor"], default="none",
+                    help="how the client expands environment references in --config-entry")
     ap.add_argument("--mode", choices=["legacy", "auto"], default="auto")
     ap.add_argument("--script", required=True, help="JSON file of steps, or - for stdin")
     ap.add_argument("--header", action="append", default=[], help='HTTP header "Name: value"')

@@ -153,6 +153,13 @@ pub enum Target<'a> {
     Stdio(String),
     Http(&'a str),
     Sse(&'a str),
+    /// The stdio server `mcpServers[name]` of a client configuration file, started as that
+    /// client would (`expand`: none, claude-code or cursor).
+    ConfigEntry {
+        file: &'a Path,
+        name: &'a str,
+        expand: &'a str,
+    },
 }
 
 /// Runs `tests/clients/mcp_client.py` with `steps` and returns its JSON document; fails the
@@ -178,6 +185,11 @@ pub async fn python_client_raw(
         Target::Stdio(c) => cmd.arg("--stdio").arg(c),
         Target::Http(u) => cmd.arg("--http").arg(u),
         Target::Sse(u) => cmd.arg("--sse").arg(u),
+        Target::ConfigEntry { file, name, expand } => cmd
+            .arg("--config-entry")
+            .arg(format!("{}#{name}", file.display()))
+            .arg("--expand")
+            .arg(expand),
     };
     for h in headers {
         cmd.arg("--header").arg(h);
@@ -316,11 +328,25 @@ impl HttpServer {
 pub async fn inspector(args: &[String], cwd: Option<&Path>) -> (i32, String, String) {
     let home = tempfile::tempdir().expect("temp HOME");
     let mut cmd = Command::new(inspector_bin());
-    // The Inspector starts stdio servers with a minimal environment: pass the token on.
-    cmd.arg("--cli")
-        .arg("-e")
-        .arg(format!("{TOKEN_ENV}={TOKEN}"))
-        .args(args)
+    // The Inspector starts stdio servers with a minimal environment and, here, a temporary
+    // HOME: pass on the token, and the model and index folders this user's shortlist finds
+    // (what `shortlist install` pins for a client when they are not the defaults).
+    let model = shortlist::index::EmbedderConfig::locate();
+    let mut env = vec![
+        format!("{TOKEN_ENV}={TOKEN}"),
+        format!("SHORTLIST_MODEL_DIR={}", model.model_dir.display()),
+        format!("ORT_DYLIB_PATH={}", model.ort_library.display()),
+    ];
+    if let Some(cache) = shortlist::places::user_cache_dir() {
+        if let Some(parent) = cache.parent() {
+            env.push(format!("XDG_CACHE_HOME={}", parent.display()));
+        }
+    }
+    cmd.arg("--cli");
+    for e in env {
+        cmd.arg("-e").arg(e);
+    }
+    cmd.args(args)
         .env("HOME", home.path())
         .env(TOKEN_ENV, TOKEN)
         .kill_on_drop(true);
