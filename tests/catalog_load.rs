@@ -25,6 +25,7 @@ fn example_catalogs_load_fully() {
     );
     assert_eq!(count("musixmatch"), 16);
     assert_eq!(count("adyen_fund"), 8);
+    assert_eq!(count("open_meteo"), 2);
     let versions: Vec<&str> = c.apis.iter().map(|a| a.spec_version.as_str()).collect();
     assert!(
         versions.contains(&"2.0") && versions.contains(&"3.1.0") && versions.contains(&"3.0.0")
@@ -55,6 +56,7 @@ fn tool_names_are_valid_unique_and_prefixed() {
         catalogs().join("spotify.json"),
         catalogs().join("musixmatch.yaml"),
         catalogs().join("adyen_fund.yaml"),
+        catalogs().join("open_meteo.yaml"),
     ]);
     let names = |c: &Catalog| {
         c.endpoints
