@@ -22,17 +22,34 @@ async fn call_reaches_the_upstream_with_credentials() {
     let up = upstream::start().await;
     let fx = Fixture::new(&up.base_url());
     let config = fx.config.display().to_string();
-    let out = call(&["getMovieCredits", r#"{"movie_id": 550}"#, "--config", &config]);
+    let out = call(&[
+        "getMovieCredits",
+        r#"{"movie_id": 550}"#,
+        "--config",
+        &config,
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("cast"), "{stdout}");
     let r = up.only();
     assert_eq!(r.path, "/3/movie/550/credits");
-    assert_eq!(r.header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
     assert!(!stdout.contains(TOKEN));
 
     // Invalid arguments and unknown tools are errors that say what to fix; nothing is sent.
-    let out = call(&["getMovieCredits", r#"{"movie_id": "x"}"#, "--config", &config]);
+    let out = call(&[
+        "getMovieCredits",
+        r#"{"movie_id": "x"}"#,
+        "--config",
+        &config,
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("movie_id"));
     let out = call(&["getMovieCredit", "{}", "--config", &config]);
@@ -73,7 +90,10 @@ async fn the_readme_open_meteo_call_builds_the_forecast_request() {
     // The recording upstream answers 404 to what it does not serve: the request is the point.
     assert_eq!(out.status.code(), Some(2));
     let r = up.only();
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("GET", "/v1/forecast"));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("GET", "/v1/forecast")
+    );
     assert_eq!(
         r.query.as_deref(),
         Some("latitude=52.52&longitude=13.41&current=temperature_2m%2Cwind_speed_10m")

@@ -313,6 +313,20 @@ async fn mcp_json_is_a_working_client_configuration() {
         .filter_map(|a| a.as_str().map(String::from))
         .collect();
     assert_eq!(args.first().map(String::as_str), Some("serve"));
+    // Indexed first, as the README's steps do: the Inspector gives a server 15 s to answer,
+    // and a first embedding of the example catalog on a busy machine can take longer.
+    let mut index_args = args.clone();
+    index_args[0] = "index".into();
+    let out = std::process::Command::new(shortlist_bin())
+        .args(&index_args)
+        .current_dir(repo())
+        .output()
+        .expect("run shortlist index");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut a: Vec<String> = ["-q", "--format", "json", "--method", "tools/list", "--"]
         .iter()
         .map(|s| s.to_string())
