@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use shortlist::catalog::Catalog;
 use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
-use shortlist::index::{Embedder, EmbedderConfig};
+use shortlist::index::{EmbedError, Embedder, EmbedderConfig, TextEmbedder};
 use shortlist::shortlist::{Options, Shortlister};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 /// - `--corpus DIR`: also the real-world corpus (a folder of specs, e.g. `../shared/corpus`);
 /// - `--reuse DIR`: keep the index in DIR and reuse what is there (an unchanged catalog
 ///   embeds nothing, so the throughput column then says `reused`);
+/// - `--synthetic-vectors`: store deterministic pseudo-random vectors instead of running the
+///   model over the doc texts (queries are still embedded by the real model), to measure the
+///   store, start and search of catalogs too large to embed on a small machine in reasonable
+///   time; the throughput column then says `synthetic vectors`;
 /// - `--write-synthetic N FILE`: only write the synthetic spec.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -52,8 +56,8 @@ fn main() {
     }
     let reuse = value("--reuse").map(PathBuf::from);
     let Some(only) = value("--only") else {
-        println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS | server RSS |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         let mut children = vec!["restbench".to_string(), "synthetic".to_string()];
         if value("--corpus").is_some() {
             children.push("corpus".into());
@@ -117,6 +121,40 @@ fn main() {
     }
 }
 
+/// Deterministic pseudo-random unit vectors under the real model's id and dimension, so the
+/// index opens like a real one (see `--synthetic-vectors`).
+struct SyntheticVectors<'a>(&'a Embedder);
+
+impl TextEmbedder for SyntheticVectors<'_> {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut s = t
+                    .bytes()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                    })
+                    .max(1);
+                (0..self.dim())
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
+
 fn run(
     name: &str,
     specs: &[PathBuf],
@@ -127,10 +165,20 @@ fn run(
     let catalog = Catalog::load_paths(specs);
     let temp = tempfile::tempdir().expect("temp dir");
     let data = reuse.unwrap_or(temp.path());
+    let synthetic_vectors = std::env::args().any(|a| a == "--synthetic-vectors");
     let t = Instant::now();
-    let (index, report) =
+    let (index, report) = if synthetic_vectors {
+        catalog_index::build(
+            &catalog,
+            data,
+            &SyntheticVectors(embedder),
+            DocVariant::default(),
+            |_, _| {},
+        )
+    } else {
         catalog_index::build(&catalog, data, embedder, DocVariant::default(), |_, _| {})
-            .expect("index");
+    }
+    .expect("index");
     let build = t.elapsed();
     let embedded = report.embedded;
     let n = index.len();
@@ -152,13 +200,16 @@ fn run(
     times.sort();
     let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
     let cold = cold_start(data, &queries[0]);
-    let throughput = if embedded == n {
+    let server = server_rss_mb(specs, data);
+    let throughput = if synthetic_vectors {
+        "synthetic vectors".to_string()
+    } else if embedded == n {
         format!("{:.0}", n as f64 / build.as_secs_f64())
     } else {
         format!("reused ({embedded} embedded)")
     };
     println!(
-        "| {name} | {n} | {:.1} s | {throughput} | {:.2} ms | {:.2} ms | {:.1} MB | {:.0} ms | {:.0} MB |",
+        "| {name} | {n} | {:.1} s | {throughput} | {:.2} ms | {:.2} ms | {:.1} MB | {:.0} ms | {:.0} MB | {server} |",
         build.as_secs_f64(),
         ms(pct(0.5)),
         ms(pct(0.99)),
@@ -166,6 +217,54 @@ fn run(
         ms(cold),
         peak_rss_mb()
     );
+}
+
+/// A `shortlist serve` (stdio) on the same catalog and index: its peak and settled RSS
+/// once it says it is ready, as `peak / settled MB`.
+fn server_rss_mb(specs: &[PathBuf], data: &Path) -> String {
+    use std::io::{BufRead, BufReader};
+    let bin = env!("CARGO_BIN_EXE_shortlist");
+    let mut child = match std::process::Command::new(bin)
+        .arg("serve")
+        .args(specs)
+        .arg("--data-dir")
+        .arg(data)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return format!("cannot start: {e}"),
+    };
+    let stderr = child.stderr.take().expect("stderr");
+    let mut ready = false;
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if line.contains("ready in") {
+            ready = true;
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    };
+    let out = if ready {
+        format!("{:.0} / {:.0} MB", field("VmHWM:"), field("VmRSS:"))
+    } else {
+        "not ready".to_string()
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    out
 }
 
 /// A second model instance for the shortlister (the first keeps indexing).

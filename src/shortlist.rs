@@ -181,7 +181,7 @@ struct Scored {
 
 impl Shortlister {
     pub fn new(index: EndpointIndex, embedder: Embedder, options: Options) -> Shortlister {
-        let bm25 = Bm25::build(index.texts());
+        let bm25 = index.lexical().clone();
         let graph = prereq::Graph::build(index.records());
         let siblings = siblings::Siblings::build(index.records());
         let people: Vec<bool> = index.records().iter().map(named::returns_people).collect();

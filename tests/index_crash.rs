@@ -61,7 +61,7 @@ fn sigkill_during_indexing_keeps_the_previous_index() {
             }
         }
         assert!(index
-            .similarity_all(index.vectors().row(0).unwrap())
+            .similarity_all(&index.vectors().row(0).unwrap())
             .is_ok());
         // Restore the small index so every round kills a build that has work to do.
         if index.len() == all {

@@ -6,6 +6,7 @@
 //!   and replaced atomically ([`generations`]), searched by [`vectors`];
 //! - [`lexical`] scores the same texts with BM25 for exact-word matches.
 
+pub mod binfile;
 pub mod catalog_index;
 pub mod doc_text;
 pub mod embedder;
@@ -17,4 +18,4 @@ pub mod vectors;
 pub use embedder::{EmbedError, Embedder, EmbedderConfig, ModelOptions, Origin, Pooling};
 pub use lexical::{Bm25, Bm25Params};
 pub use store::{BuildStats, IndexStore, IndexedDoc, Manifest, StoreError, TextEmbedder};
-pub use vectors::{VectorIndex, ANN_MIN_DOCS};
+pub use vectors::{VectorIndex, ANN_MIN_DOCS, EXACT_MAX_DOCS};

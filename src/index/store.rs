@@ -3,37 +3,47 @@
 //! Files of a generation (see [`super::generations`] for how they are replaced atomically):
 //!
 //! ```text
-//! manifest.json   format, model id, dim, doc-text version, one entry per doc
-//! records.json    [{key, text, record}] in doc order
-//! vectors.f32     doc i's unit vector at row i, little-endian f32
-//! index.usearch   HNSW graph, only for indexes of more than ANN_MIN_DOCS docs
+//! manifest.json     format, model id, dim, doc-text version, doc count, records digest
+//! docs.bin          keys and content hashes, BM25 statistics, records, doc texts
+//!                   (binary, see super::binfile; records and texts LZ4-compressed in blocks)
+//! vectors.usearch   the unit vectors (half precision) and their HNSW graph, row i = doc i
 //! ```
 //!
-//! Opening reads these files and embeds nothing. Building compares each doc's content hash
-//! with the previous manifest and embeds only what changed, so restarting a server over an
+//! Opening reads these files and embeds, tokenizes and parses nothing it can avoid: the
+//! vectors are memory-mapped, BM25 is read rather than rebuilt, and the doc texts are only
+//! decompressed if someone asks for them. Building compares each doc's content hash with
+//! the previous generation and embeds only what changed, so restarting a server over an
 //! unchanged catalog costs no model time, and editing one endpoint costs one embedding.
+//!
+//! An index of the previous format (format 1: `records.json`, `vectors.f32`) is not read
+//! for search; building over it reuses its vectors, so upgrading re-embeds nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::binfile::{self, Damaged, Reader, Writer};
 use super::embedder::{EmbedError, Embedder, BATCH_SIZE};
 use super::generations::Generations;
 use super::lexical::Bm25;
-use super::vectors::{VectorError, VectorIndex, ANN_MIN_DOCS};
+use super::vectors::{VectorError, VectorIndex};
 
-/// Version of the on-disk layout. An index of another version is rebuilt, never migrated.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the on-disk layout. An index of another version is rebuilt (reusing the
+/// vectors of format 1), never read for search.
+pub const FORMAT_VERSION: u32 = 2;
 
 const MANIFEST: &str = "manifest.json";
-const RECORDS: &str = "records.json";
-const VECTORS: &str = "vectors.f32";
-const ANN: &str = "index.usearch";
+const DOCS: &str = "docs.bin";
+const VECTORS: &str = "vectors.usearch";
+const DOCS_MAGIC: &[u8; 8] = b"SLSTDOCS";
+/// Files of format 1, read only to reuse their vectors.
+const V1_VECTORS: &str = "vectors.f32";
 
 /// Anything that turns texts into vectors. [`Embedder`] is the real one; tests use fakes
 /// that count calls.
@@ -67,6 +77,13 @@ pub enum StoreError {
     /// A file exists but does not hold what it should.
     #[error("index file {path} is damaged: {reason}")]
     Corrupt { path: PathBuf, reason: String },
+    /// The index was written by another version of shortlist.
+    #[error("the index in {path} has format {found}, this shortlist reads format {expected}: run `shortlist index` to rebuild it (vectors are reused, the enrichment cache is kept)")]
+    OldFormat {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     /// A record could not be serialised (e.g. a map with non-string keys).
     #[error("cannot encode the index records: {0}")]
     Encode(String),
@@ -79,6 +96,15 @@ pub enum StoreError {
     /// Vectors of the wrong size, usearch failures.
     #[error(transparent)]
     Vector(#[from] VectorError),
+}
+
+impl From<Damaged> for StoreError {
+    fn from(d: Damaged) -> StoreError {
+        StoreError::Corrupt {
+            path: d.path,
+            reason: d.reason,
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -100,7 +126,7 @@ pub struct IndexedDoc<T> {
 }
 
 /// The manifest of a generation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
@@ -110,21 +136,31 @@ pub struct Manifest {
     pub dim: usize,
     /// Version of the doc-text recipe the texts were built with.
     pub doc_text_version: u32,
-    /// One entry per doc, in doc order.
-    pub entries: Vec<ManifestEntry>,
-    /// The HNSW graph file, when one was written.
-    pub ann_file: Option<String>,
+    /// Number of docs.
+    pub count: usize,
+    /// sha256 of the records' JSON, so an unchanged catalog is recognised without reading
+    /// the records back.
+    pub records_digest: String,
 }
 
-/// A doc as the manifest knows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestEntry {
-    /// The doc's key.
-    pub key: String,
-    /// [`content_hash`] of its text.
-    pub content_hash: String,
-    /// Its row in `vectors.f32` and its key in the usearch graph.
-    pub vector_id: usize,
+/// Only the format, to tell an old index from a damaged one.
+#[derive(Deserialize)]
+struct FormatOnly {
+    format_version: u32,
+}
+
+/// Format 1's manifest: what is needed to reuse its vectors.
+#[derive(Deserialize)]
+struct ManifestV1 {
+    model_id: String,
+    dim: usize,
+    entries: Vec<EntryV1>,
+}
+
+#[derive(Deserialize)]
+struct EntryV1 {
+    content_hash: String,
+    vector_id: usize,
 }
 
 /// What a build did.
@@ -140,44 +176,98 @@ pub struct BuildStats {
     pub written: bool,
 }
 
-/// sha256 of the doc-text version and the text: a new recipe re-embeds everything even when
-/// some texts come out the same, because the version says their meaning may differ.
+/// sha256 of the doc-text version and the text, in hex: a new recipe re-embeds everything
+/// even when some texts come out the same, because the version says their meaning may
+/// differ.
 pub fn content_hash(text: &str, doc_text_version: u32) -> String {
+    hex::encode(raw_hash(text, doc_text_version))
+}
+
+fn raw_hash(text: &str, doc_text_version: u32) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(doc_text_version.to_le_bytes());
     h.update(text.as_bytes());
-    hex::encode(h.finalize())
+    h.finalize().into()
 }
 
-#[derive(Serialize)]
-struct DocRef<'a, T> {
-    key: &'a str,
-    text: &'a str,
-    record: &'a T,
-}
-
-#[derive(Deserialize)]
-struct DocOwned<T> {
-    key: String,
-    text: String,
-    record: T,
-}
-
-/// An opened index: records, texts and vectors in memory, addressed by doc position.
+/// An opened index: records in memory, vectors memory-mapped, addressed by doc position.
 #[derive(Debug)]
 pub struct IndexStore<T> {
     dir: PathBuf,
     manifest: Manifest,
     keys: Vec<String>,
-    texts: Vec<String>,
     records: Vec<T>,
     by_key: HashMap<String, usize>,
     vectors: VectorIndex,
+    bm25: Bm25,
+    /// The texts, decompressed on first use from `text_section` (only tests and tools
+    /// outside search ask for them).
+    texts: OnceLock<Vec<String>>,
+    text_section: Vec<u8>,
 }
 
-impl<T: Serialize + DeserializeOwned> IndexStore<T> {
+/// The parts of `docs.bin`, each a length-prefixed section so a reader can skip what it
+/// does not need.
+struct DocsFile<'a> {
+    keys: Vec<&'a str>,
+    hashes: Vec<[u8; 32]>,
+    bm25: &'a [u8],
+    records: &'a [u8],
+    texts: &'a [u8],
+}
+
+fn read_docs_file<'a>(buf: &'a [u8], path: &'a Path) -> Result<DocsFile<'a>, Damaged> {
+    let (mut r, version) = Reader::open(buf, path, DOCS_MAGIC)?;
+    if version != FORMAT_VERSION {
+        return Err(r.damaged(format!("format {version}, expected {FORMAT_VERSION}")));
+    }
+    let mut ids = Reader::open_section(r.bytes()?, path);
+    let n = ids.count(40)?;
+    let mut keys = Vec::with_capacity(n);
+    let mut hashes = Vec::with_capacity(n);
+    for _ in 0..n {
+        keys.push(ids.str()?);
+        let h = ids.bytes()?;
+        hashes.push(
+            h.try_into()
+                .map_err(|_| ids.damaged("a content hash is not 32 bytes"))?,
+        );
+    }
+    let bm25 = r.bytes()?;
+    let records = r.bytes()?;
+    let texts = r.bytes()?;
+    if !r.at_end() {
+        return Err(r.damaged("trailing bytes"));
+    }
+    Ok(DocsFile {
+        keys,
+        hashes,
+        bm25,
+        records,
+        texts,
+    })
+}
+
+fn decode_json<T: DeserializeOwned + Send>(path: &Path, section: &[u8]) -> Result<Vec<T>, Damaged> {
+    let mut r = Reader::open_section(section, path);
+    let (n, blocks) = binfile::read_blocks(&mut r)?;
+    binfile::decode_blocks(path, n, &blocks, |b| {
+        serde_json::from_slice(b).map_err(|e| e.to_string())
+    })
+}
+
+fn decode_texts(path: &Path, section: &[u8]) -> Result<Vec<String>, Damaged> {
+    let mut r = Reader::open_section(section, path);
+    let (n, blocks) = binfile::read_blocks(&mut r)?;
+    binfile::decode_blocks(path, n, &blocks, |b| {
+        String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
+    })
+}
+
+impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
     /// Opens the live generation under `data_dir` without embedding anything. `None` when
-    /// there is no index yet or it was written in another format (build one).
+    /// there is no index yet; [`StoreError::OldFormat`] when it was written in another
+    /// format (build one).
     pub fn open(data_dir: &Path) -> Result<Option<IndexStore<T>>, StoreError> {
         // A concurrent build may delete the generation we just found; look once more.
         match Self::open_once(data_dir) {
@@ -194,39 +284,21 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             return Ok(None);
         };
         let manifest = read_manifest(&dir)?;
-        if manifest.format_version != FORMAT_VERSION {
-            tracing::info!(
-                found = manifest.format_version,
-                expected = FORMAT_VERSION,
-                "index format changed; it will be rebuilt"
-            );
-            return Ok(None);
-        }
-        let path = dir.join(RECORDS);
+        let path = dir.join(DOCS);
         let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-        let docs: Vec<DocOwned<T>> =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e))?;
-        let keys_match = docs.len() == manifest.entries.len()
-            && docs
-                .iter()
-                .zip(&manifest.entries)
-                .enumerate()
-                .all(|(i, (d, e))| d.key == e.key && e.vector_id == i);
-        if !keys_match {
-            return Err(corrupt(&path, "records do not match the manifest"));
+        let docs = read_docs_file(&bytes, &path)?;
+        if docs.keys.len() != manifest.count {
+            return Err(corrupt(&path, "the doc count does not match the manifest"));
         }
-        let mut vectors = VectorIndex::read_flat(&dir.join(VECTORS), manifest.dim, docs.len())?;
-        if let Some(ann) = manifest.ann_file.as_deref() {
-            if let Err(e) = vectors.load_ann(&dir.join(ann)) {
-                tracing::warn!(error = %e, "cannot load the usearch graph; searching exhaustively");
-            }
+        // Start mapping the vectors and reading BM25 while the records decode.
+        let records: Vec<T> = decode_json(&path, docs.records)?;
+        let bm25 = Bm25::read(&mut Reader::open_section(docs.bm25, &path))?;
+        if bm25.len() != manifest.count {
+            return Err(corrupt(&path, "BM25 statistics do not match the doc count"));
         }
-        let (mut keys, mut texts, mut records) = (Vec::new(), Vec::new(), Vec::new());
-        for d in docs {
-            keys.push(d.key);
-            texts.push(d.text);
-            records.push(d.record);
-        }
+        let vectors = VectorIndex::open(&dir.join(VECTORS), manifest.dim, manifest.count)?;
+        let keys: Vec<String> = docs.keys.iter().map(|k| k.to_string()).collect();
+        let text_section = docs.texts.to_vec();
         let by_key = keys
             .iter()
             .enumerate()
@@ -236,42 +308,25 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             dir,
             manifest,
             keys,
-            texts,
             records,
             by_key,
             vectors,
+            bm25,
+            texts: OnceLock::new(),
+            text_section,
         }))
     }
 
     /// Builds the index for `docs`, reusing every vector of the previous generation whose
-    /// content hash is unchanged (none if the model, dimension or format differ), and
-    /// publishes it atomically. `progress(done, total)` reports embedded docs. When nothing
-    /// changed at all, nothing is written and the live generation is returned.
+    /// content hash is unchanged (none if the model or dimension differ), and publishes it
+    /// atomically. `progress(done, total)` reports embedded docs. When nothing changed at
+    /// all, nothing is written and the live generation is returned.
     pub fn build(
         data_dir: &Path,
         docs: Vec<IndexedDoc<T>>,
         embedder: &impl TextEmbedder,
         doc_text_version: u32,
-        progress: impl FnMut(usize, usize),
-    ) -> Result<(IndexStore<T>, BuildStats), StoreError> {
-        Self::build_with_ann_min(
-            data_dir,
-            docs,
-            embedder,
-            doc_text_version,
-            progress,
-            ANN_MIN_DOCS,
-        )
-    }
-
-    /// [`IndexStore::build`] with the HNSW threshold as a parameter (tests use a small one).
-    fn build_with_ann_min(
-        data_dir: &Path,
-        docs: Vec<IndexedDoc<T>>,
-        embedder: &impl TextEmbedder,
-        doc_text_version: u32,
         mut progress: impl FnMut(usize, usize),
-        ann_min: usize,
     ) -> Result<(IndexStore<T>, BuildStats), StoreError> {
         let mut seen = HashSet::with_capacity(docs.len());
         if let Some(d) = docs.iter().find(|d| !seen.insert(d.key.as_str())) {
@@ -280,35 +335,18 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
         let dim = embedder.dim();
         let model_id = embedder.model_id().to_string();
         let gens = Generations::new(data_dir);
-        let previous = load_previous(&gens);
-        let compatible = previous.as_ref().filter(|(_, m, v)| {
-            m.format_version == FORMAT_VERSION
-                && m.model_id == model_id
-                && m.dim == dim
-                && v.dim() == dim
-        });
+        let mut previous = Previous::load(&gens);
+        let compatible = previous
+            .as_ref()
+            .filter(|p| p.model_id == model_id && p.dim == dim);
 
-        let hashes: Vec<String> = docs
+        let hashes: Vec<[u8; 32]> = docs
             .iter()
-            .map(|d| content_hash(&d.text, doc_text_version))
+            .map(|d| raw_hash(&d.text, doc_text_version))
             .collect();
-        let old_rows: HashMap<&str, usize> = compatible
-            .map(|(_, m, _)| {
-                m.entries
-                    .iter()
-                    .map(|e| (e.content_hash.as_str(), e.vector_id))
-                    .collect()
-            })
-            .unwrap_or_default();
         let mut rows: Vec<Option<Vec<f32>>> = hashes
             .iter()
-            .map(|h| {
-                let (_, _, v) = compatible?;
-                old_rows
-                    .get(h.as_str())
-                    .and_then(|&r| v.row(r))
-                    .map(<[f32]>::to_vec)
-            })
+            .map(|h| compatible.and_then(|p| p.vector(h)))
             .collect();
         let mut todo: Vec<usize> = (0..docs.len()).filter(|&i| rows[i].is_none()).collect();
         // A batch is padded to its longest text, and attention costs grow with the square
@@ -319,13 +357,46 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
             reused: docs.len() - todo.len(),
             ..BuildStats::default()
         };
-        if let Some((_, m, _)) = &previous {
+        if let Some(p) = &previous {
             let new_keys: HashSet<&str> = docs.iter().map(|d| d.key.as_str()).collect();
-            stats.removed = m
-                .entries
+            stats.removed = p
+                .keys
                 .iter()
-                .filter(|e| !new_keys.contains(e.key.as_str()))
+                .filter(|k| !new_keys.contains(k.as_str()))
                 .count();
+        }
+
+        let mut record_json = Vec::with_capacity(docs.len());
+        let mut digest = Sha256::new();
+        for d in &docs {
+            let json =
+                serde_json::to_vec(&d.record).map_err(|e| StoreError::Encode(e.to_string()))?;
+            digest.update((json.len() as u64).to_le_bytes());
+            digest.update(&json);
+            record_json.push(json);
+        }
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            model_id: model_id.clone(),
+            dim,
+            doc_text_version,
+            count: docs.len(),
+            records_digest: hex::encode(digest.finalize()),
+        };
+
+        if let Some(p) = &previous {
+            let unchanged = stats.embedded == 0
+                && p.manifest.as_ref() == Some(&manifest)
+                && p.keys.len() == docs.len()
+                && p.keys.iter().zip(&docs).all(|(k, d)| *k == d.key)
+                && p.hashes == hashes;
+            if unchanged {
+                // Release the mapped vectors before mapping them again.
+                previous = None;
+                if let Some(store) = Self::open(data_dir)? {
+                    return Ok((store, stats));
+                }
+            }
         }
 
         progress(0, todo.len());
@@ -347,83 +418,206 @@ impl<T: Serialize + DeserializeOwned> IndexStore<T> {
                 todo.len(),
             );
         }
+        drop(previous);
         let rows: Vec<Vec<f32>> = rows.into_iter().map(Option::unwrap_or_default).collect();
-        let mut vectors = VectorIndex::from_rows(dim, &rows)?;
+        let vectors = VectorIndex::from_rows(dim, &rows)?;
+        drop(rows);
 
-        let manifest = Manifest {
-            format_version: FORMAT_VERSION,
-            model_id,
-            dim,
-            doc_text_version,
-            entries: docs
-                .iter()
-                .zip(hashes)
-                .enumerate()
-                .map(|(i, (d, content_hash))| ManifestEntry {
-                    key: d.key.clone(),
-                    content_hash,
-                    vector_id: i,
-                })
-                .collect(),
-            ann_file: (docs.len() > ann_min).then(|| ANN.to_string()),
-        };
-        let doc_refs: Vec<DocRef<'_, T>> = docs
-            .iter()
-            .map(|d| DocRef {
-                key: &d.key,
-                text: &d.text,
-                record: &d.record,
-            })
-            .collect();
-        let records_json =
-            serde_json::to_vec(&doc_refs).map_err(|e| StoreError::Encode(e.to_string()))?;
-
-        if let Some((dir, m, _)) = &previous {
-            let same_records =
-                std::fs::read(dir.join(RECORDS)).is_ok_and(|old| old == records_json);
-            if stats.embedded == 0 && *m == manifest && same_records {
-                if let Some(store) = Self::open(data_dir)? {
-                    return Ok((store, stats));
-                }
-            }
+        let (keys, mut texts, mut records) = (
+            Vec::with_capacity(docs.len()),
+            Vec::with_capacity(docs.len()),
+            Vec::with_capacity(docs.len()),
+        );
+        let mut keys = keys;
+        for d in docs {
+            keys.push(d.key);
+            texts.push(d.text);
+            records.push(d.record);
         }
+        let bm25 = Bm25::build(&texts);
+        let docs_bin = encode_docs(&keys, &hashes, &bm25, &record_json, &texts)?;
+        drop(record_json);
 
         let pending = gens.begin().map_err(io_err(data_dir))?;
         let dir = pending.path();
-        write_synced(&dir.join(RECORDS), &records_json)?;
-        vectors.write_flat(&dir.join(VECTORS))?;
-        if let Some(ann) = &manifest.ann_file {
-            vectors.write_ann(&dir.join(ann))?;
-        }
+        write_synced(&dir.join(DOCS), &docs_bin)?;
+        vectors.write(&dir.join(VECTORS))?;
         let manifest_json =
             serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Encode(e.to_string()))?;
         write_synced(&dir.join(MANIFEST), &manifest_json)?;
         let dir = gens.commit(pending).map_err(io_err(data_dir))?;
         stats.written = true;
 
-        let by_key = docs
+        let by_key = keys
             .iter()
             .enumerate()
-            .map(|(i, d)| (d.key.clone(), i))
+            .map(|(i, k)| (k.clone(), i))
             .collect();
-        let (mut keys, mut texts, mut records) = (Vec::new(), Vec::new(), Vec::new());
-        for d in docs {
-            keys.push(d.key);
-            texts.push(d.text);
-            records.push(d.record);
-        }
+        let text_section = Vec::new();
+        let texts_once = OnceLock::new();
+        let _ = texts_once.set(std::mem::take(&mut texts));
+        records.shrink_to_fit();
         Ok((
             IndexStore {
                 dir,
                 manifest,
                 keys,
-                texts,
                 records,
                 by_key,
                 vectors,
+                bm25,
+                texts: texts_once,
+                text_section,
             },
             stats,
         ))
+    }
+}
+
+/// `docs.bin`: keys and hashes, BM25, records, texts.
+fn encode_docs(
+    keys: &[String],
+    hashes: &[[u8; 32]],
+    bm25: &Bm25,
+    record_json: &[Vec<u8>],
+    texts: &[String],
+) -> Result<Vec<u8>, StoreError> {
+    let mut w = Writer::new(DOCS_MAGIC, FORMAT_VERSION);
+    let mut ids = Writer::section();
+    ids.u64(keys.len() as u64);
+    for (k, h) in keys.iter().zip(hashes) {
+        ids.str(k);
+        ids.bytes(h);
+    }
+    w.bytes(&ids.finish());
+    let mut lex = Writer::section();
+    bm25.write(&mut lex);
+    w.bytes(&lex.finish());
+    let mut recs = Writer::section();
+    binfile::write_blocks(&mut recs, record_json, |j, out| {
+        out.extend_from_slice(j);
+        Ok(())
+    })
+    .map_err(StoreError::Encode)?;
+    w.bytes(&recs.finish());
+    let mut txt = Writer::section();
+    binfile::write_blocks(&mut txt, texts, |t, out| {
+        out.extend_from_slice(t.as_bytes());
+        Ok(())
+    })
+    .map_err(StoreError::Encode)?;
+    w.bytes(&txt.finish());
+    Ok(w.finish())
+}
+
+/// The live generation as far as a build can reuse it: its keys, content hashes and
+/// vectors, of the current format or of format 1.
+struct Previous {
+    /// `None` for format 1.
+    manifest: Option<Manifest>,
+    model_id: String,
+    dim: usize,
+    keys: Vec<String>,
+    hashes: Vec<[u8; 32]>,
+    rows: HashMap<[u8; 32], usize>,
+    vectors: PreviousVectors,
+}
+
+enum PreviousVectors {
+    Store(VectorIndex),
+    Flat(Vec<f32>),
+}
+
+impl Previous {
+    /// Anything unreadable just means there is nothing to reuse.
+    fn load(gens: &Generations) -> Option<Previous> {
+        let dir = gens.current().ok().flatten()?;
+        let result = Self::load_current(&dir).or_else(|e| match Self::load_v1(&dir) {
+            Some(p) => {
+                tracing::info!("upgrading an index of format 1: its vectors are reused");
+                Ok(p)
+            }
+            None => Err(e),
+        });
+        match result {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!(error = %e, "the previous index cannot be read; rebuilding from scratch");
+                None
+            }
+        }
+    }
+
+    fn load_current(dir: &Path) -> Result<Previous, StoreError> {
+        let manifest = read_manifest(dir)?;
+        let path = dir.join(DOCS);
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        let docs = read_docs_file(&bytes, &path)?;
+        let vectors = VectorIndex::open(&dir.join(VECTORS), manifest.dim, docs.keys.len())?;
+        let rows = docs
+            .hashes
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (*h, i))
+            .collect();
+        Ok(Previous {
+            model_id: manifest.model_id.clone(),
+            dim: manifest.dim,
+            manifest: Some(manifest),
+            keys: docs.keys.iter().map(|k| k.to_string()).collect(),
+            hashes: docs.hashes,
+            rows,
+            vectors: PreviousVectors::Store(vectors),
+        })
+    }
+
+    fn load_v1(dir: &Path) -> Option<Previous> {
+        let bytes = std::fs::read(dir.join(MANIFEST)).ok()?;
+        if serde_json::from_slice::<FormatOnly>(&bytes)
+            .ok()?
+            .format_version
+            != 1
+        {
+            return None;
+        }
+        let m: ManifestV1 = serde_json::from_slice(&bytes).ok()?;
+        let flat = std::fs::read(dir.join(V1_VECTORS)).ok()?;
+        if flat.len() != m.entries.len() * m.dim * 4 {
+            return None;
+        }
+        let data: Vec<f32> = flat
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut rows = HashMap::new();
+        for e in &m.entries {
+            let mut h = [0u8; 32];
+            if hex::decode_to_slice(&e.content_hash, &mut h).is_ok()
+                && e.vector_id < m.entries.len()
+            {
+                rows.insert(h, e.vector_id);
+            }
+        }
+        Some(Previous {
+            manifest: None,
+            model_id: m.model_id,
+            dim: m.dim,
+            keys: Vec::new(),
+            hashes: Vec::new(),
+            rows,
+            vectors: PreviousVectors::Flat(data),
+        })
+    }
+
+    /// The stored vector of a text with this content hash.
+    fn vector(&self, hash: &[u8; 32]) -> Option<Vec<f32>> {
+        let &row = self.rows.get(hash)?;
+        match &self.vectors {
+            PreviousVectors::Store(v) => v.row(row),
+            PreviousVectors::Flat(data) => data
+                .get(row * self.dim..(row + 1) * self.dim)
+                .map(<[f32]>::to_vec),
+        }
     }
 }
 
@@ -443,9 +637,15 @@ impl<T> IndexStore<T> {
         &self.records
     }
 
-    /// Doc texts in doc order.
+    /// Doc texts in doc order (decompressed on first use after an open).
     pub fn texts(&self) -> &[String] {
-        &self.texts
+        self.texts.get_or_init(|| {
+            let path = self.dir.join(DOCS);
+            decode_texts(&path, &self.text_section).unwrap_or_else(|e| {
+                tracing::warn!(path = %e.path.display(), reason = %e.reason, "cannot read the doc texts");
+                Vec::new()
+            })
+        })
     }
 
     /// Keys in doc order.
@@ -482,12 +682,23 @@ impl<T> IndexStore<T> {
     }
 
     /// The `k` docs most similar to `query` (a vector from the same embedder), best first,
-    /// as (doc position, cosine similarity). Exact for indexes up to [`ANN_MIN_DOCS`].
+    /// as (doc position, cosine similarity). Exact for indexes up to
+    /// [`super::vectors::EXACT_MAX_DOCS`], through the HNSW graph past it.
     pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<(usize, f32)>, StoreError> {
         Ok(self.vectors.search(query, k)?)
     }
 
-    /// Cosine similarity of `query` to every doc, in doc order (for fusion with BM25).
+    /// The `k` docs most similar to `query` among those `allowed` (by position).
+    pub fn search_filtered(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Result<Vec<(usize, f32)>, StoreError> {
+        Ok(self.vectors.search_filtered(query, k, allowed)?)
+    }
+
+    /// Cosine similarity of `query` to every doc, in doc order.
     pub fn similarity_all(&self, query: &[f32]) -> Result<Vec<f32>, StoreError> {
         Ok(self.vectors.similarity_all(query)?)
     }
@@ -497,32 +708,25 @@ impl<T> IndexStore<T> {
         &self.vectors
     }
 
-    /// A BM25 index over the doc texts (built now; a few ms per thousand docs).
-    pub fn lexical(&self) -> Bm25 {
-        Bm25::build(&self.texts)
-    }
-}
-
-/// The live generation's folder, manifest and vectors, if they can be read; anything less
-/// just means there is nothing to reuse.
-fn load_previous(gens: &Generations) -> Option<(PathBuf, Manifest, VectorIndex)> {
-    let dir = gens.current().ok().flatten()?;
-    let result = read_manifest(&dir).and_then(|m| {
-        let v = VectorIndex::read_flat(&dir.join(VECTORS), m.dim, m.entries.len())?;
-        Ok((m, v))
-    });
-    match result {
-        Ok((m, v)) => Some((dir, m, v)),
-        Err(e) => {
-            tracing::warn!(error = %e, "the previous index cannot be read; rebuilding from scratch");
-            None
-        }
+    /// The BM25 index over the doc texts, as stored with them.
+    pub fn lexical(&self) -> &Bm25 {
+        &self.bm25
     }
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
     let path = dir.join(MANIFEST);
     let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+    match serde_json::from_slice::<FormatOnly>(&bytes) {
+        Ok(f) if f.format_version != FORMAT_VERSION => {
+            return Err(StoreError::OldFormat {
+                path: dir.parent().unwrap_or(dir).to_path_buf(),
+                found: f.format_version,
+                expected: FORMAT_VERSION,
+            })
+        }
+        _ => {}
+    }
     serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e))
 }
 

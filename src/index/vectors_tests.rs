@@ -1,0 +1,133 @@
+use super::*;
+
+/// Deterministic pseudo-random unit vectors (xorshift), no extra dependency.
+pub(crate) fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut s = seed.max(1);
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    (0..n)
+        .map(|_| normalized(&(0..dim).map(|_| next()).collect::<Vec<_>>()))
+        .collect()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn exact_search_matches_naive_cosine() {
+    let rows = random_rows(50, 16, 7);
+    let idx = VectorIndex::from_rows(16, &rows).unwrap();
+    assert!(idx.is_exact());
+    let q: Vec<f32> = rows[3].iter().map(|x| x * 2.0).collect();
+    let hits = idx.search(&q, 5).unwrap();
+    assert_eq!(hits.len(), 5);
+    assert_eq!(hits[0].0, 3);
+    assert!((hits[0].1 - 1.0).abs() < 1e-2, "{hits:?}");
+    let qn = normalized(&q);
+    let mut naive: Vec<(usize, f32)> = rows.iter().map(|r| dot(r, &qn)).enumerate().collect();
+    naive.sort_by(|a, b| b.1.total_cmp(&a.1));
+    assert_eq!(
+        hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+        naive[..5].iter().map(|h| h.0).collect::<Vec<_>>()
+    );
+    assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1));
+    // Half precision: scores within a few thousandths of the full-precision cosine.
+    let all = idx.similarity_all(&q).unwrap();
+    assert_eq!(all.len(), 50);
+    for (i, (s, r)) in all.iter().zip(&rows).enumerate() {
+        assert!((s - dot(r, &qn)).abs() < 5e-3, "row {i}: {s}");
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_or_empty_never_a_panic() {
+    let idx = VectorIndex::from_rows(4, &random_rows(3, 4, 1)).unwrap();
+    assert!(matches!(
+        idx.search(&[1.0; 3], 2),
+        Err(VectorError::Dim { .. })
+    ));
+    assert!(idx.search(&[0.0; 4], 0).unwrap().is_empty());
+    assert_eq!(idx.search(&[1.0; 4], 10).unwrap().len(), 3);
+    for bad in [[f32::NAN; 4], [0.0; 4]] {
+        let hits = idx.search(&bad, 2).unwrap();
+        assert!(hits.iter().all(|h| h.1.abs() < 1e-6), "{hits:?}");
+    }
+    assert!(VectorIndex::from_rows(4, &[vec![1.0; 5]]).is_err());
+    let empty = VectorIndex::from_rows(4, &[]).unwrap();
+    assert!(empty.search(&[1.0; 4], 3).unwrap().is_empty());
+    assert!(empty.similarity_all(&[1.0; 4]).unwrap().is_empty());
+    assert!(idx.row(3).is_none());
+}
+
+#[test]
+fn file_round_trips_and_damage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = random_rows(40, 8, 3);
+    let idx = VectorIndex::from_rows(8, &rows).unwrap();
+    let path = dir.path().join("v.usearch");
+    idx.write(&path).unwrap();
+
+    let back = VectorIndex::open(&path, 8, 40).unwrap();
+    assert_eq!(back.row(39), idx.row(39));
+    let r = back.row(11).unwrap();
+    assert!(dot(&r, &rows[11]) > 0.999);
+    assert!(back.row(40).is_none());
+    assert_eq!(back.search(&rows[11], 1).unwrap()[0].0, 11);
+    assert!(matches!(
+        VectorIndex::open(&path, 8, 41),
+        Err(VectorError::Corrupt { .. })
+    ));
+    std::fs::write(dir.path().join("bad.usearch"), b"not an index").unwrap();
+    assert!(VectorIndex::open(&dir.path().join("bad.usearch"), 8, 40).is_err());
+    assert!(matches!(
+        VectorIndex::open(&dir.path().join("missing"), 8, 40),
+        Err(VectorError::Io { .. })
+    ));
+}
+
+/// The graph and the exact scan agree on catalog-sized inputs.
+#[test]
+fn graph_agrees_with_exact_top_5_on_small_catalogs() {
+    for n in [1, 2, 5, 9, 40, 54, 100] {
+        let rows = random_rows(n, 384, n as u64 + 11);
+        let idx = VectorIndex::from_rows(384, &rows).unwrap();
+        for q in random_rows(20, 384, 99) {
+            let ids = |h: Vec<(usize, f32)>| h.iter().map(|h| h.0).collect::<Vec<_>>();
+            let exact = ids(idx.search_exact(&q, 5).unwrap());
+            assert_eq!(exact, ids(idx.search_graph(&q, 5).unwrap()), "n={n}");
+        }
+    }
+}
+
+#[test]
+fn filtered_search_keeps_only_allowed_rows() {
+    let rows = random_rows(300, 32, 5);
+    let idx = VectorIndex::from_rows(32, &rows).unwrap();
+    let hits = idx.search_filtered(&rows[7], 10, |i| i % 3 == 1).unwrap();
+    assert_eq!(hits.len(), 10);
+    assert!(hits.iter().all(|h| h.0 % 3 == 1));
+    let hits = idx
+        .search_filtered(&rows[7], 10, |i| i % 3 == 1 || i == 7)
+        .unwrap();
+    assert_eq!(hits[0].0, 7);
+}
+
+/// Above the exact threshold searches go through the graph and still find each row.
+#[test]
+fn past_the_threshold_the_graph_serves_searches() {
+    let rows = random_rows(500, 32, 9);
+    let idx = VectorIndex::from_rows(32, &rows)
+        .unwrap()
+        .with_exact_max(100);
+    assert!(!idx.is_exact());
+    let found = (0..500)
+        .step_by(7)
+        .filter(|&i| idx.search(&rows[i], 1).unwrap()[0].0 == i)
+        .count();
+    assert!(found >= 70, "{found} of 72");
+}
