@@ -117,6 +117,34 @@ fn reindex_embeds_only_what_changed() {
     ));
 }
 
+/// A catalog of two specs where one spec file changes: only that spec's endpoints are
+/// embedded again, whatever the change does to its texts.
+#[test]
+fn reindex_after_one_spec_changed_embeds_only_that_specs_endpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_dir = tempfile::tempdir().unwrap();
+    for f in ["tmdb.json", "spotify.json"] {
+        std::fs::copy(catalogs().join(f), spec_dir.path().join(f)).unwrap();
+    }
+    let embedder = embedder();
+    let build = || {
+        let c = Catalog::load_paths(&[spec_dir.path().to_path_buf()]);
+        catalog_index::build(&c, dir.path(), &embedder, DocVariant::default(), |_, _| {})
+            .unwrap()
+            .1
+    };
+    let first = build();
+    assert_eq!((first.embedded, first.reused), (94, 0));
+    // Rename the Spotify API and reword one of its operations in the file itself.
+    let path = spec_dir.path().join("spotify.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    spec["info"]["title"] = "Streaming Music Platform".into();
+    std::fs::write(&path, serde_json::to_vec(&spec).unwrap()).unwrap();
+    let changed = build();
+    assert_eq!((changed.embedded, changed.reused), (40, 54));
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shortlist"))
 }
