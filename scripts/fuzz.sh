@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the spec loader, $ref resolution and argument validation + request building with
-# cargo fuzz (libFuzzer). See docs/fuzzing.md for the targets and what they assert.
+# Fuzzes the spec loader and its nesting limit, $ref resolution, argument validation +
+# request building, and secret masking with cargo fuzz (libFuzzer). See docs/fuzzing.md.
 #
 #   scripts/fuzz.sh                      every target for 20 s (the CI run)
 #   scripts/fuzz.sh --time 600           every target for 10 minutes
@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
-TARGETS_ALL=(spec_load ref_resolve invoke_args)
+TARGETS_ALL=(spec_load ref_resolve invoke_args spec_nesting redact_secrets)
 targets=()
 time_secs=20
 runs=""
@@ -109,6 +109,8 @@ flags_for() {
         spec_load) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=32768" ;;
         ref_resolve) echo "-dict=$ROOT/fuzz/dict/openapi.dict -max_len=8192" ;;
         invoke_args) echo "-dict=$ROOT/fuzz/dict/invoke_args.dict -max_len=4096" ;;
+        spec_nesting) echo "-max_len=64" ;;
+        redact_secrets) echo "-max_len=512" ;;
     esac
 }
 

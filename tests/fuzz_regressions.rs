@@ -149,3 +149,25 @@ fn display_url_hides_user_info() {
     assert_eq!(req.display_url, "https://api.example.com:8443/v1/x/me");
     assert!(!format!("{req:?}").contains("pw"), "{req:?}");
 }
+
+/// `spec_nesting`, `timeout-aeea390d…` (6 bytes): a 138-byte YAML spec whose `x` holds 55
+/// explicit keys nested in keys (`? ? ? … 1`). Each collection used as a key became its
+/// JSON text, which escaped the text of the key inside it: the escaping doubled at every
+/// level, and reading took more than 2 GB before libFuzzer stopped it. Keys made of
+/// collections are now cut to 256 characters.
+#[test]
+fn keys_nested_in_keys_do_not_double_per_level() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("nested.yaml");
+    let text = format!("openapi: 3.0.0\npaths: {{}}\nx:\n  {}1\n", "? ".repeat(55));
+    std::fs::write(&path, text).expect("write spec");
+    let doc = shortlist::catalog::source::read_document(&path)
+        .expect("55 levels are within the nesting limit")
+        .value;
+    let key = doc["x"]
+        .as_object()
+        .and_then(|m| m.keys().next())
+        .expect("x holds a key")
+        .clone();
+    assert!(key.len() <= 256, "{} bytes", key.len());
+}

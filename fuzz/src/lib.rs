@@ -811,3 +811,258 @@ fn template_regex(template: &str) -> String {
     re.push('$');
     re
 }
+
+// ---------------------------------------------------------------------------------------
+// spec_nesting
+// ---------------------------------------------------------------------------------------
+
+/// Openers and closers of one nesting level, in the syntaxes a spec can use.
+const NESTINGS: &[(&str, &str, &str)] = &[
+    // (format, opener, closer)
+    ("json", "{\"a\":", "}"),
+    ("json", "[", "]"),
+    ("yaml", "[", "]"),
+    ("yaml", "{a: ", "}"),
+    ("yaml", "- ", ""),
+    ("yaml", "? ", ""),
+    ("yaml", "[{a: ", "}]"),
+];
+
+/// Deeply nested documents, in every syntax: whatever the depth (up to 200,000 levels)
+/// reading finishes (libFuzzer's timeout catches a hang), and a document nested
+/// `MAX_DEPTH` levels or more is refused with the depth error, while one below the limit
+/// loads. The fuzzer picks the syntax, the depth and, sometimes, a byte to corrupt.
+pub fn spec_nesting(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(&(format, open, close)) = u.choose(NESTINGS) else {
+        return;
+    };
+    let Ok(depth) = u.int_in_range(0usize..=200_000) else {
+        return;
+    };
+    // Most inputs stay near the limit, where off-by-one errors live.
+    let depth = if u.ratio(1, 2).unwrap_or(false) {
+        depth % 260
+    } else {
+        depth
+    };
+    let levels_per_opener = if open == "[{a: " { 2 } else { 1 };
+    let mut text = String::new();
+    if format == "json" {
+        text.push_str("{\"openapi\":\"3.0.0\",\"paths\":{},\"x\":");
+    } else {
+        text.push_str("openapi: 3.0.0\npaths: {}\nx:\n  ");
+    }
+    for _ in 0..depth {
+        text.push_str(open);
+    }
+    text.push('1');
+    for _ in 0..depth {
+        text.push_str(close);
+    }
+    if format == "json" {
+        text.push('}');
+    }
+    text.push('\n');
+    let corrupt = u.ratio(1, 4).unwrap_or(false);
+    let mut bytes = text.into_bytes();
+    if corrupt {
+        if let (Ok(at), Ok(b)) = (u.int_in_range(0..=bytes.len() - 1), u.arbitrary::<u8>()) {
+            bytes[at] = b;
+        }
+    }
+    let dir = scratch_dir();
+    let path = dir.join(if format == "json" {
+        "nested.json"
+    } else {
+        "nested.yaml"
+    });
+    std::fs::write(&path, &bytes).expect("write nested spec");
+    let result = source::read_document(&path);
+    if debug() {
+        eprintln!(
+            "{format} {open:?} x {depth}, corrupt: {corrupt}: {:?}",
+            result.as_ref().map(|_| "ok").map_err(|e| &e.message)
+        );
+    }
+    if corrupt {
+        return;
+    }
+    // The root mapping is level 1; block sequences and explicit keys hang below `x:`.
+    let total = 1 + depth * levels_per_opener;
+    let limit = shortlist::catalog::yaml::MAX_DEPTH;
+    match result {
+        Ok(_) => assert!(total < limit, "{total} levels accepted (limit {limit})"),
+        Err(e) => {
+            assert!(
+                total >= limit && e.message.contains("nested too deeply"),
+                "{format} {open:?} x {depth} ({total} levels): {}",
+                e.message
+            );
+            assert!(e.file == path, "the error names another file: {e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// redact_secrets
+// ---------------------------------------------------------------------------------------
+
+/// One character of a secret spelled one of the ways encoders spell it.
+fn spell(c: char, how: u8) -> String {
+    let mut units = [0u16; 2];
+    let utf16 = c.encode_utf16(&mut units);
+    let mut buf = [0u8; 4];
+    let utf8 = c.encode_utf8(&mut buf).as_bytes();
+    match how % 8 {
+        1 => utf16.iter().map(|u| format!("\\u{u:04x}")).collect(),
+        2 => utf16.iter().map(|u| format!("\\u{u:04X}")).collect(),
+        3 => utf8.iter().map(|b| format!("%{b:02X}")).collect(),
+        4 => utf8.iter().map(|b| format!("%{b:02x}")).collect(),
+        5 if c.is_ascii_punctuation() => format!("\\{c}"),
+        6 if c == ' ' => "+".into(),
+        7 => utf16.iter().map(|u| format!("\\\\u{u:04x}")).collect(),
+        _ => c.to_string(),
+    }
+}
+
+/// Whole-text encoders real servers use: JSON (serde), PHP's `json_encode` (escaped
+/// slashes, `\uXXXX` for non-ASCII), JSON inside JSON, form encoding, base64.
+fn encode_text(text: &str, how: u8) -> String {
+    match how % 5 {
+        0 => serde_json::to_string(text).unwrap_or_default(),
+        1 => text
+            .chars()
+            .map(|c| match c {
+                '/' => "\\/".to_string(),
+                c if c.is_ascii() => {
+                    let quoted = serde_json::to_string(&c.to_string()).unwrap_or_default();
+                    quoted[1..quoted.len() - 1].to_string()
+                }
+                c => spell(c, 1),
+            })
+            .collect(),
+        2 => serde_json::to_string(&serde_json::to_string(text).unwrap_or_default())
+            .unwrap_or_default(),
+        3 => url::form_urlencoded::byte_serialize(text.as_bytes()).collect(),
+        _ => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(text)
+        }
+    }
+}
+
+/// A secret registered with a `Redactor`, embedded in a text in a spelling the fuzzer
+/// picks (per character, or by a whole-text encoder), must not survive redaction: not in
+/// `redact`, not at the end of a cut text in `redact_cut`, and not in the outcome of an
+/// upstream error or success response shaped from that text. And nothing panics
+/// (redaction slices text at byte offsets).
+pub fn redact_secrets(data: &[u8]) {
+    use shortlist::invoke::redact::{Redactor, MASK};
+    let mut u = Unstructured::new(data);
+    let (Ok(secret), Ok(prefix), Ok(suffix)) = (
+        u.arbitrary::<String>(),
+        u.arbitrary::<String>(),
+        u.arbitrary::<String>(),
+    ) else {
+        return;
+    };
+    let secret: String = secret
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(40)
+        .collect();
+    if secret.chars().count() < 6 || secret.contains(MASK) {
+        return;
+    }
+    let mut r = Redactor::default();
+    r.add(&secret);
+    let per_char = u.ratio(2, 3).unwrap_or(true);
+    let (text, needle) = if per_char {
+        let spelled: Vec<String> = secret
+            .chars()
+            .map(|c| spell(c, u.arbitrary::<u8>().unwrap_or(0)))
+            .collect();
+        let needle = spelled.concat();
+        // A cut text ends inside the secret: at least four characters of it must go.
+        let keep = u.int_in_range(4..=spelled.len()).unwrap_or(spelled.len());
+        let cut_part = spelled[..keep].concat();
+        let cut = format!("{prefix}{cut_part}");
+        // Masks are replaced by a control character (which no spelling holds) before the
+        // checks, so a secret resembling the mask's own text is not mistaken for a leak.
+        let out = r.redact_cut(&cut).replace(MASK, "\u{1}");
+        assert!(
+            !out.ends_with(&cut_part),
+            "cut secret {secret:?} spelled {cut_part:?} survived: {out:?}"
+        );
+        (format!("{prefix}{needle}{suffix}"), needle)
+    } else {
+        let how = u.arbitrary::<u8>().unwrap_or(0);
+        let whole = encode_text(&format!("{prefix}{secret}{suffix}"), how);
+        let needle = if how % 5 == 4 {
+            // What base64 of the secret looks like at its alignment in the text, minus
+            // the characters shared with its neighbours.
+            use base64::Engine;
+            let k = prefix.len() % 3;
+            let mut padded = vec![0u8; k];
+            padded.extend_from_slice(secret.as_bytes());
+            let b64 = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&padded);
+            let (first, last) = ((8 * k).div_ceil(6), 8 * (k + secret.len()) / 6);
+            if last <= first + 8 {
+                return;
+            }
+            b64[first..last].to_string()
+        } else {
+            // Without the quotes the JSON encoders put around the text (two levels of
+            // them for JSON inside JSON).
+            let enc = encode_text(&secret, how);
+            let (head, tail) = match how % 5 {
+                0 => (1, 1),
+                2 => (2, 3),
+                _ => (0, 0),
+            };
+            enc[head..enc.len() - tail].to_string()
+        };
+        (whole, needle)
+    };
+    if debug() {
+        eprintln!("secret: {secret:?}\ntext: {text:?}\nneedle: {needle:?}");
+    }
+    let out = r.redact(&text).replace(MASK, "\u{1}");
+    assert!(
+        !out.contains(&needle),
+        "secret {secret:?} spelled {needle:?} survived: {out:?}"
+    );
+    // Through response shaping, as an upstream error and as a success.
+    use shortlist::invoke::response::{shape, CappedBody, Limits, ResponseContext, ResponseHead};
+    for status in [500u16, 200] {
+        let head = ResponseHead {
+            status: reqwest::StatusCode::from_u16(status).expect("status"),
+            content_type: Some("application/json".into()),
+            location: None,
+            location_same_origin: false,
+        };
+        let ctx = ResponseContext {
+            method: "GET",
+            display_url: "https://api.example.com/x",
+            limits: Limits {
+                max_bytes: 1 << 20,
+                excerpt_chars: 1 << 20,
+                max_redirects: 5,
+            },
+            redactor: &r,
+            auth_hint: None,
+        };
+        let body = CappedBody {
+            bytes: text.clone().into_bytes(),
+            truncated: false,
+            declared_len: None,
+        };
+        let o = shape(&head, body, &ctx).redacted(&r);
+        assert!(
+            !o.text.replace(MASK, "\u{1}").contains(&needle),
+            "HTTP {status}: secret {secret:?} spelled {needle:?} survived: {:?}",
+            o.text
+        );
+    }
+}
