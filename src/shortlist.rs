@@ -6,22 +6,21 @@
 //! 1. **Retrieve**: dense retrieval (local embeddings) understands paraphrase; BM25 catches
 //!    exact words (`playlist`, `queue`) that a small model blurs. Both are fused
 //!    ([`fusion`]).
-//! 2. **Split** a query that asks for several things into its parts and rank each part too
-//!    ([`intents`]), so every task gets its own best match.
+//! 2. **Split** a request that asks for several things into its tasks and rank each task
+//!    too ([`tasks`]), so every task gets its own best matches near the top.
+//!    Endpoints are scored with their API in catalogs of many APIs ([`apis`]).
 //! 3. **Expand**: an endpoint that needs an identifier the user cannot know brings along the
 //!    endpoint that produces it ([`prereq`]).
 //! 4. **Cut** the list short where relevance falls off ([`cut`]), so a client sees two or
 //!    three tools rather than ten when two or three are what the task needs.
 
+pub mod apis;
 pub mod cut;
 pub mod expand;
 pub mod fusion;
-pub mod intents;
-pub mod named;
 pub mod prereq;
-pub mod questions;
-pub mod removal;
 pub mod siblings;
+pub mod tasks;
 
 pub use fusion::Fusion;
 
@@ -30,7 +29,7 @@ use crate::index::catalog_index::EndpointIndex;
 use crate::index::{Bm25, EmbedError, Embedder, StoreError};
 use serde::{Deserialize, Serialize};
 
-/// Endpoints ranked beyond `k` (and beyond the phrase tops' insertion point) before the
+/// Endpoints ranked beyond `k` before the
 /// head of the ranking is cut to `k`: room for the cut to drop some.
 const HEAD_MARGIN: usize = 16;
 
@@ -58,40 +57,22 @@ pub struct Options {
     pub rrf_k: f32,
     /// Weight of the dense scores in score fusion (the lexical ones get the rest).
     pub dense_weight: f32,
-    /// Rank the parts of a multi-task query separately and merge.
+    /// Rank each task of a multi-task request on its own and merge ([`tasks`]).
     pub split: bool,
-    /// Weight of each part against the whole query (1) when merging.
+    /// Weight of a task's scores against the whole request's (1) when merging.
     pub part_weight: f32,
-    /// Also rank each phrase of a chained request ("the birthday | of the lead actor | of
-    /// Titanic") and put each phrase's best endpoints into the list.
-    pub clauses: bool,
-    /// How many of each phrase's best endpoints are put in.
-    pub clause_top: usize,
-    /// They go after this many endpoints of the whole query's ranking.
-    pub clause_after: usize,
     /// Add the endpoints that produce the identifiers shortlisted endpoints need.
     pub expand: bool,
     /// When the query names something, the scores of reads that need no identifier and
     /// look nothing up are multiplied by this (1 leaves them alone).
     pub name_list_weight: f32,
-    /// Unless the query asks to remove something ([`removal`]), the scores of `DELETE`
-    /// endpoints are multiplied by this (1 leaves them alone).
-    pub unasked_delete_weight: f32,
-    /// When the query names a person or says the kind of a thing it names ([`named`]),
-    /// the scores of endpoints that work on no such kind are multiplied by this (1 leaves
-    /// them alone).
-    pub named_kind_weight: f32,
     /// When the query says the last path word of one endpoint and none of a sibling's
     /// ([`siblings`]: `next` and not `previous`), the sibling's scores are multiplied by
     /// this (1 leaves them alone).
     pub sibling_weight: f32,
-    /// When the query asks for a person ("Who directed ...", "the lead actor of ..."),
-    /// the scores of endpoints that return no people ([`named::returns_people`]) are
-    /// multiplied by this (1 leaves them alone).
-    pub people_weight: f32,
-    /// When the query only asks a question ([`questions`]), the scores of endpoints that
-    /// change something (not `GET`/`HEAD`) are multiplied by this (1 leaves them alone).
-    pub question_write_weight: f32,
+    /// Share of an endpoint's score that comes from its API's score for the request
+    /// ([`apis`]; 0 scores endpoints alone). Catalogs of one API are unaffected.
+    pub api_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -104,22 +85,12 @@ impl Default for Options {
             fusion: Fusion::Score,
             rrf_k: 60.0,
             dense_weight: 0.5,
-            split: false,
-            // Measured: with the full doc text, phrase ranking costs recall (TMDB R@5
-            // 73.7 -> 70.9) and doubles the query's embedding time.
-            clauses: false,
-            part_weight: 1.0,
-            clause_top: 1,
-            clause_after: 2,
+            split: true,
+            part_weight: 0.95,
             expand: true,
-            name_list_weight: 0.7,
-            // Measured: recall@5 and @10 unchanged on RestBench, F1 of the cut list up (and
-            // no deletion offered for a request to save).
-            unasked_delete_weight: 0.6,
-            named_kind_weight: 0.7,
+            name_list_weight: 1.0,
             sibling_weight: 0.8,
-            people_weight: 0.7,
-            question_write_weight: 0.7,
+            api_weight: 0.0,
             cut: None,
         }
     }
@@ -143,8 +114,6 @@ pub struct Hit {
 pub enum Source {
     /// Ranked for the query (or one of its task parts).
     Query,
-    /// The best match of one phrase of a chained request.
-    Phrase,
     /// Produces an identifier that the endpoint at this index position needs.
     Prerequisite(usize),
 }
@@ -165,9 +134,8 @@ pub struct Shortlister {
     bm25: Bm25,
     graph: prereq::Graph,
     siblings: siblings::Siblings,
-    /// Whether each endpoint returns people ([`named::returns_people`]); `None` when none
-    /// does, so a catalog without people pays nothing per query.
-    people: Option<Vec<bool>>,
+    /// API-level scoring; `None` for a catalog of one API.
+    apis: Option<apis::Apis>,
     options: Options,
 }
 
@@ -184,15 +152,15 @@ impl Shortlister {
         let bm25 = index.lexical().clone();
         let graph = prereq::Graph::build(index.records());
         let siblings = siblings::Siblings::build(index.records());
-        let people: Vec<bool> = index.records().iter().map(named::returns_people).collect();
-        let people = people.contains(&true).then_some(people);
+        let vectors = index.vectors();
+        let apis = apis::Apis::build(index.records(), |p| vectors.row(p).map(<[f32]>::to_vec));
         Shortlister {
             index,
             embedder,
             bm25,
             graph,
             siblings,
-            people,
+            apis,
             options,
         }
     }
@@ -246,10 +214,10 @@ impl Shortlister {
             return Ok(Vec::new());
         }
         // The head of the ranking is all a search needs: every step after the ordering
-        // (phrase tops, prerequisites, the cut, monotone scores) keeps prefixes, so the first
-        // k of a longer head are the first k of the full ranking. The cut drops endpoints, so
-        // a cut list that comes out short is ranked again with a longer head.
-        let mut head = k.max(self.options.clause_after) + HEAD_MARGIN;
+        // (prerequisites, the cut, monotone scores) keeps prefixes, so the first k of a
+        // longer head are the first k of the full ranking. The cut drops endpoints, so a cut
+        // list that comes out short is ranked again with a longer head.
+        let mut head = k + HEAD_MARGIN;
         loop {
             let mut hits = self.rank_head(query, api, head)?;
             if hits.len() >= k || head >= self.index.len() {
@@ -266,8 +234,8 @@ impl Shortlister {
         self.rank_head(query, api, usize::MAX)
     }
 
-    /// [`Shortlister::rank`] from the best `head` endpoints of the ordering (plus the phrase
-    /// tops and prerequisites they bring).
+    /// [`Shortlister::rank`] from the best `head` endpoints of the ordering (plus the
+    /// prerequisites they bring).
     fn rank_head(
         &self,
         query: &str,
@@ -285,14 +253,7 @@ impl Shortlister {
         }
         let mut texts = vec![query.to_string()];
         if self.options.split {
-            let parts = intents::split(query);
-            if parts.len() > 1 {
-                texts.extend(parts);
-            }
-        }
-        let parts = texts.len();
-        if self.options.clauses {
-            texts.extend(intents::clauses(query));
+            texts.extend(tasks::split(query));
         }
         let vectors = match self.options.retrieval {
             Retrieval::Lexical => Vec::new(),
@@ -302,7 +263,6 @@ impl Shortlister {
         for (i, t) in texts.iter().enumerate() {
             scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
         }
-        let clauses = scored.split_off(parts);
         let weights = self.request_weights(query);
         for sc in scored.iter_mut() {
             for (i, w) in weights.iter().enumerate() {
@@ -332,19 +292,6 @@ impl Shortlister {
                 source: Source::Query,
             })
             .collect();
-        if !clauses.is_empty() {
-            let tops: Vec<Vec<usize>> = clauses
-                .iter()
-                .map(|c| fusion::order_top(&c.rank_score, &allowed, self.options.clause_top))
-                .collect();
-            hits = intents::insert_tops(
-                hits,
-                &rank_score,
-                &tops,
-                self.options.clause_top,
-                self.options.clause_after,
-            );
-        }
         if self.options.expand {
             let names = expand::names_something(query);
             hits = expand::expand(&hits, &rank_score, &self.graph, &allowed, names);
@@ -355,18 +302,13 @@ impl Shortlister {
         Ok(cut::monotone(hits))
     }
 
-    /// What the request's own words say about the endpoints it wants, as one score
-    /// multiplier per position (1 where they say nothing). Each rule has its weight in
-    /// [`Options`] (1 turns it off):
-    /// - the query names something: reads that need no identifier and look nothing up
-    ///   (`/movie/popular`, `/tv/latest`) are rarely a step, since the named thing has to be
-    ///   looked up and what follows acts on it by identifier;
-    /// - it asks to remove nothing ([`removal`]): `DELETE` endpoints;
-    /// - it asks for a person ([`named::asks_for_person`]): endpoints that return no people;
-    /// - it only asks a question ([`questions`]): endpoints that change something;
-    /// - it says one sibling's last path word and not another's ([`siblings`]): the other;
-    /// - it names a person or a thing of a said kind ([`named`]): endpoints that work on no
-    ///   such kind.
+    /// What the request's own words say about the endpoints it wants, read against what
+    /// the catalog says, as one score multiplier per position (1 where they say nothing).
+    /// Each rule has its weight in [`Options`] (1 turns it off):
+    /// - the request says one sibling's last path word and not another's ([`siblings`]:
+    ///   `next` and not `previous`): the other;
+    /// - it names something (a quoted or capitalised phrase): reads that need no identifier
+    ///   and look nothing up (`/movie/popular`), since a named thing is looked up first.
     fn request_weights(&self, query: &str) -> Vec<f32> {
         let o = &self.options;
         let mut weights = vec![1.0f32; self.index.len()];
@@ -380,39 +322,14 @@ impl Shortlister {
                 }
             }
         };
+        let said = crate::index::lexical::tokenize(query);
+        weigh(o.sibling_weight, &|i| self.siblings.passed_over(i, &said));
         if expand::names_something(query) {
             weigh(o.name_list_weight, &|i| {
                 self.endpoint(i).method.is_safe()
                     && self.graph.needs(i).is_empty()
                     && !self.graph.is_lookup(i)
             });
-        }
-        if !removal::asks_to_remove(query) {
-            weigh(o.unasked_delete_weight, &|i| {
-                self.endpoint(i).method == crate::catalog::Method::Delete
-            });
-        }
-        if let Some(people) = self
-            .people
-            .as_ref()
-            .filter(|_| named::asks_for_person(query))
-        {
-            weigh(o.people_weight, &|i| !people[i]);
-        }
-        if !questions::asks_to_change(query) {
-            weigh(o.question_write_weight, &|i| {
-                !self.endpoint(i).method.is_safe()
-            });
-        }
-        let said = crate::index::lexical::tokenize(query);
-        weigh(o.sibling_weight, &|i| self.siblings.passed_over(i, &said));
-        let is_noun = |s: &str| self.graph.is_path_noun(s);
-        let person = named::names_person(query, is_noun);
-        let typed = named::typed_name(query, is_noun);
-        if person || typed.is_some() {
-            let kind =
-                |n: &str| (person && named::is_person_noun(n)) || typed.as_deref() == Some(n);
-            weigh(o.named_kind_weight, &|i| !self.graph.works_on(i, kind));
         }
         weights
     }
@@ -466,6 +383,11 @@ impl Shortlister {
             (Some(x), None) | (None, Some(x)) => x.clone(),
             (None, None) => vec![0.0; allowed.len()],
         };
+        let mut confidence = confidence;
+        if let Some(apis) = self.apis.as_ref().filter(|_| self.options.api_weight > 0.0) {
+            let per_api = apis.scores(text, vector, allowed, w);
+            apis::blend(&mut confidence, &per_api, self.options.api_weight);
+        }
         let rank_score = match (&dense, &lexical, self.options.fusion) {
             (Some(dense), Some(lexical), Fusion::Rrf) => fusion::rrf(
                 &[
@@ -485,12 +407,18 @@ impl Shortlister {
     }
 }
 
-/// Merges the scores of the whole query (first) and of its parts: rankings by reciprocal
-/// rank fusion, confidences by taking the best (an endpoint that fits one task well is
-/// relevant even if it fits the whole query poorly).
+/// Merges the scores of the whole query (first) and of its task parts ([`tasks::merge`]);
+/// with rank fusion, the rankings by reciprocal rank fusion and the confidences by taking
+/// the best (an endpoint that fits one task well is relevant even if it fits the whole
+/// query poorly).
 fn combine(scored: &[Scored], allowed: &[bool], options: &Options) -> (Vec<f32>, Vec<f32>) {
     if scored.len() == 1 {
         return (scored[0].rank_score.clone(), scored[0].confidence.clone());
+    }
+    let parts: Vec<Vec<f32>> = scored[1..].iter().map(|s| s.confidence.clone()).collect();
+    let confidence = tasks::merge(&scored[0].confidence, &parts, options.part_weight);
+    if options.fusion == Fusion::Score {
+        return (confidence.clone(), confidence);
     }
     let rankings: Vec<(Vec<usize>, f32)> = scored
         .iter()
@@ -500,14 +428,5 @@ fn combine(scored: &[Scored], allowed: &[bool], options: &Options) -> (Vec<f32>,
             (fusion::ranks(&s.rank_score, allowed), w)
         })
         .collect();
-    let rank_score = fusion::rrf(&rankings, options.rrf_k);
-    let confidence = (0..allowed.len())
-        .map(|i| {
-            scored
-                .iter()
-                .map(|s| s.confidence[i])
-                .fold(0.0f32, f32::max)
-        })
-        .collect();
-    (rank_score, confidence)
+    (fusion::rrf(&rankings, options.rrf_k), confidence)
 }

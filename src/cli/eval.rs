@@ -4,6 +4,7 @@
 //! shortlist eval SPEC_OR_FOLDER QUERIES.jsonl             # one index, one queries file
 //! shortlist eval --pair A.json=A.jsonl --pair B.json=B.jsonl               # merged: one index
 //! shortlist eval --pair A.json=A.jsonl --pair B.json=B.jsonl --separately  # one index each
+//! shortlist eval --suite datasets/suite.toml          # every dataset of a suite, one table
 //! ```
 //!
 //! Every ranking option is a flag (defaults: what `serve` uses), so an ablation is one
@@ -14,6 +15,7 @@ use anyhow::Context;
 use clap::Args;
 use shortlist::eval::report;
 use shortlist::eval::run::DEFAULT_KS;
+use shortlist::eval::suite::{self, run_suite as run_suite_with, Suite};
 use shortlist::eval::{run_setting, EvalConfig, Setting};
 use shortlist::index::doc_text::DocVariant;
 use shortlist::shortlist::{Fusion, Options, Retrieval};
@@ -23,11 +25,16 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 pub struct EvalArgs {
     /// A spec file, or a folder of specs (gold entries then read `<spec_id> METHOD /path`).
-    #[arg(value_name = "CATALOG", required_unless_present = "pair")]
+    #[arg(value_name = "CATALOG", required_unless_present_any = ["pair", "suite"])]
     pub catalog: Option<PathBuf>,
     /// The queries file: JSON Lines of {"id", "query", "gold": ["METHOD /path", ...]}.
-    #[arg(value_name = "QUERIES", required_unless_present = "pair")]
+    #[arg(value_name = "QUERIES", required_unless_present_any = ["pair", "suite"])]
     pub queries: Option<PathBuf>,
+    /// A suite file (TOML, `datasets/suite.toml`): run all its datasets and print one table
+    /// of R@5, R@10 and the adaptive cut's F1@10 (at `--cut`, default 0.9) with their
+    /// macro-average.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["catalog", "pair"])]
+    pub suite: Option<PathBuf>,
     /// A spec and its queries, `SPEC=QUERIES`; repeat it to index several specs together
     /// (each file's plain gold entries belong to its spec).
     #[arg(long, value_name = "SPEC=QUERIES", value_parser = parse_pair, conflicts_with = "catalog")]
@@ -56,18 +63,9 @@ pub struct EvalArgs {
     /// Rank the parts of multi-task queries separately (true/false).
     #[arg(long, value_name = "BOOL")]
     pub split: Option<bool>,
-    /// Also rank each phrase of chained requests (true/false).
-    #[arg(long, value_name = "BOOL")]
-    pub clauses: Option<bool>,
     /// Weight of each part against the whole query when merging.
     #[arg(long, value_name = "W")]
     pub part_weight: Option<f32>,
-    /// With --clauses: how many of each phrase's best endpoints are put in.
-    #[arg(long, value_name = "N")]
-    pub clause_top: Option<usize>,
-    /// With --clauses: they go after this many endpoints of the whole query's ranking.
-    #[arg(long, value_name = "N")]
-    pub clause_after: Option<usize>,
     /// Add endpoints that produce the identifiers of shortlisted ones (true/false).
     #[arg(long, value_name = "BOOL")]
     pub expand: Option<bool>,
@@ -75,26 +73,13 @@ pub struct EvalArgs {
     /// nothing up (1: no change).
     #[arg(long, value_name = "W")]
     pub name_list_weight: Option<f32>,
-    /// Unless the query asks to remove something, weight of DELETE endpoints (1: no
-    /// change).
-    #[arg(long, value_name = "W")]
-    pub unasked_delete_weight: Option<f32>,
-    /// When the query names a person or says a named thing's kind, weight of endpoints that
-    /// work on no such kind (1: no change).
-    #[arg(long, value_name = "W")]
-    pub named_kind_weight: Option<f32>,
     /// When the query says one sibling's last path word and not another's, weight of the
     /// other (1: no change).
     #[arg(long, value_name = "W")]
     pub sibling_weight: Option<f32>,
-    /// When the query asks for a person, weight of endpoints that return no people (1: no
-    /// change).
+    /// Share of an endpoint's score that comes from its API's score, 0 to 1.
     #[arg(long, value_name = "W")]
-    pub people_weight: Option<f32>,
-    /// When the query only asks a question, weight of endpoints that change something (1:
-    /// no change).
-    #[arg(long, value_name = "W")]
-    pub question_write_weight: Option<f32>,
+    pub api_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -111,6 +96,9 @@ pub struct EvalArgs {
     #[command(flatten)]
     pub model: ModelArgs,
 }
+
+/// The cut ratio of the suite's cut columns when `--cut` gives none.
+const SUITE_CUT: f32 = 0.9;
 
 /// A parsed `--cut`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,21 +133,11 @@ impl EvalArgs {
             rrf_k: self.rrf_k.unwrap_or(d.rrf_k),
             dense_weight: self.dense_weight.unwrap_or(d.dense_weight),
             split: self.split.unwrap_or(d.split),
-            clauses: self.clauses.unwrap_or(d.clauses),
             part_weight: self.part_weight.unwrap_or(d.part_weight),
-            clause_top: self.clause_top.unwrap_or(d.clause_top),
-            clause_after: self.clause_after.unwrap_or(d.clause_after),
             expand: self.expand.unwrap_or(d.expand),
             name_list_weight: self.name_list_weight.unwrap_or(d.name_list_weight),
-            unasked_delete_weight: self
-                .unasked_delete_weight
-                .unwrap_or(d.unasked_delete_weight),
-            named_kind_weight: self.named_kind_weight.unwrap_or(d.named_kind_weight),
             sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
-            people_weight: self.people_weight.unwrap_or(d.people_weight),
-            question_write_weight: self
-                .question_write_weight
-                .unwrap_or(d.question_write_weight),
+            api_weight: self.api_weight.unwrap_or(d.api_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }
@@ -201,6 +179,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let mut embedder = args.model.load(None)?;
+    if let Some(path) = &args.suite {
+        return run_suite(&args, path, config, embedder);
+    }
     let mut reports = Vec::new();
     for setting in args.settings() {
         let (report, e) = run_setting(&setting, &config, embedder, |m| {
@@ -225,6 +206,34 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         if let Some(k) = args.misses {
             println!();
             print!("{}", report::misses(r, k));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--suite`: every dataset, one table (or JSON).
+fn run_suite(
+    args: &EvalArgs,
+    path: &std::path::Path,
+    config: EvalConfig,
+    embedder: shortlist::index::Embedder,
+) -> anyhow::Result<ExitCode> {
+    let suite = Suite::load(path)?;
+    let cut = args.cut.and_then(|c| c.0).unwrap_or(SUITE_CUT);
+    let (r, _) = run_suite_with(&suite, &config, cut, embedder, |m| tracing::info!("{m}"))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{}",
+        report::describe_options(config.variant, &config.options)
+    );
+    print!("{}", suite::table(&r));
+    if let Some(k) = args.misses {
+        for (name, outcomes) in &r.outcomes {
+            println!();
+            print!("{}", report::misses_of(name, outcomes, k));
         }
     }
     Ok(ExitCode::SUCCESS)

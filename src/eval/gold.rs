@@ -41,6 +41,10 @@ pub struct RawQuery {
     pub id: String,
     pub query: String,
     pub gold: Vec<String>,
+    /// The catalog the query was written for, in datasets that hold several
+    /// ([`super::suite`]).
+    #[serde(default)]
+    pub catalog: Option<String>,
 }
 
 /// A query with its gold endpoints resolved to index positions.
@@ -189,6 +193,7 @@ mod tests {
             id: id.into(),
             query: "x".into(),
             gold: gold.iter().map(|s| s.to_string()).collect(),
+            catalog: None,
         }
     }
 

@@ -5,11 +5,13 @@
 //!   several k) and averages over queries;
 //! - [`run`] indexes a catalog in a cache folder and ranks every query with the same
 //!   [`crate::shortlist::Shortlister`] the server uses;
-//! - [`report`] renders tables, JSON and the misses.
+//! - [`report`] renders tables, JSON and the misses;
+//! - [`suite`] runs several datasets and prints one table with their macro-average.
 
 pub mod gold;
 pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod suite;
 
 pub use run::{run_setting, EvalConfig, EvalError, QueryFile, Setting, SettingReport};

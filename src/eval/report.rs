@@ -3,15 +3,20 @@
 
 use super::metrics::QueryMetrics;
 use super::run::{QueryOutcome, SettingReport};
+use crate::index::doc_text::DocVariant;
 use crate::shortlist::{Options, Retrieval};
 use std::fmt::Write;
 
 /// One line describing the configuration, as the results document quotes it.
 pub fn describe(r: &SettingReport) -> String {
-    let o: &Options = &r.options;
+    describe_options(r.variant, &r.options)
+}
+
+/// [`describe`] of a doc-text variant and ranking options.
+pub fn describe_options(variant: DocVariant, o: &Options) -> String {
     let mut s = format!(
         "variant={} retrieval={}",
-        r.variant.name(),
+        variant.name(),
         match o.retrieval {
             Retrieval::Dense => "dense",
             Retrieval::Lexical => "lexical",
@@ -29,36 +34,22 @@ pub fn describe(r: &SettingReport) -> String {
         }
     }
     let on = |b: bool| if b { "on" } else { "off" };
-    let _ = write!(
-        s,
-        " split={} clauses={} expand={}",
-        on(o.split),
-        on(o.clauses),
-        on(o.expand)
-    );
+    let _ = write!(s, " split={} expand={}", on(o.split), on(o.expand));
     if o.split {
         let _ = write!(s, " part-weight={}", o.part_weight);
-    }
-    if o.clauses {
-        let _ = write!(
-            s,
-            " clause-top={} clause-after={}",
-            o.clause_top, o.clause_after
-        );
     }
     // The request-reading weights, printed only when they do something.
     let weights = [
         ("name-list-weight", o.name_list_weight),
-        ("unasked-delete-weight", o.unasked_delete_weight),
-        ("named-kind-weight", o.named_kind_weight),
         ("sibling-weight", o.sibling_weight),
-        ("people-weight", o.people_weight),
-        ("question-write-weight", o.question_write_weight),
     ];
     for (name, w) in weights {
         if w != 1.0 {
             let _ = write!(s, " {name}={w}");
         }
+    }
+    if o.api_weight > 0.0 {
+        let _ = write!(s, " api-weight={}", o.api_weight);
     }
     match o.cut {
         Some(c) => {
@@ -114,18 +105,22 @@ pub fn text(r: &SettingReport) -> String {
 /// The queries whose top `k` misses a gold endpoint, with where each gold endpoint ranked
 /// and what was returned instead (`+` marks an endpoint added as a prerequisite).
 pub fn misses(r: &SettingReport, k: usize) -> String {
+    misses_of(&r.name, &r.queries, k)
+}
+
+/// [`misses`] of a named list of query outcomes.
+pub fn misses_of(name: &str, queries: &[QueryOutcome], k: usize) -> String {
     let mut out = String::new();
-    let missed: Vec<&QueryOutcome> = r
-        .queries
+    let missed: Vec<&QueryOutcome> = queries
         .iter()
         .filter(|q| q.gold_ranks.iter().any(|g| g.is_none_or(|g| g > k)))
         .collect();
     let _ = writeln!(
         out,
         "-- {}: {} of {} queries miss a gold endpoint in the top {k}",
-        r.name,
+        name,
         missed.len(),
-        r.queries.len()
+        queries.len()
     );
     for q in missed {
         let _ = writeln!(out, "{} {:?}", q.id, q.query);

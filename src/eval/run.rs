@@ -38,6 +38,8 @@ pub enum EvalError {
 pub struct QueryFile {
     pub path: PathBuf,
     pub bound_api: Option<String>,
+    /// Only the queries whose `catalog` field is this (all when `None`).
+    pub catalog: Option<String>,
 }
 
 /// One benchmark setting: the specs that form one index and the queries run against it.
@@ -60,6 +62,7 @@ impl Setting {
             queries: vec![QueryFile {
                 path: queries.to_path_buf(),
                 bound_api: None,
+                catalog: None,
             }],
         }
     }
@@ -79,6 +82,7 @@ impl Setting {
                 .map(|(s, q)| QueryFile {
                     path: q.clone(),
                     bound_api: Some(catalog::stem_id(s)),
+                    catalog: None,
                 })
                 .collect(),
         }
@@ -160,7 +164,10 @@ pub fn run_setting(
 
     let mut cases: Vec<Case> = Vec::new();
     for qf in &setting.queries {
-        let raw = gold::read_queries(&qf.path)?;
+        let mut raw = gold::read_queries(&qf.path)?;
+        if let Some(c) = &qf.catalog {
+            raw.retain(|q| q.catalog.as_ref() == Some(c));
+        }
         cases.extend(gold::resolve(
             &qf.path,
             &raw,
@@ -242,6 +249,9 @@ pub fn run_setting(
     Ok((report, embedder))
 }
 
+/// Longest spec-stem part of an index folder's name.
+const MAX_NAME: usize = 80;
+
 /// `<cache>/<spec stems>-<hash of their absolute paths>/<variant>`: one index per catalog
 /// and variant, so switching variants back and forth re-embeds nothing.
 pub fn index_dir(cache: &Path, specs: &[PathBuf], variant: DocVariant) -> PathBuf {
@@ -252,9 +262,18 @@ pub fn index_dir(cache: &Path, specs: &[PathBuf], variant: DocVariant) -> PathBu
         h.update([0]);
     }
     let stems: Vec<String> = specs.iter().map(|s| catalog::stem_id(s)).collect();
+    let mut name = stems.join("+");
+    // Folder names are limited (255 bytes on most file systems); the hash keeps them apart.
+    if name.len() > MAX_NAME {
+        let mut end = MAX_NAME;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
     let hash = hex::encode(h.finalize());
     cache
-        .join(format!("{}-{}", stems.join("+"), &hash[..12]))
+        .join(format!("{name}-{}", &hash[..12]))
         .join(variant.name())
 }
 

@@ -11,7 +11,7 @@
 
 use super::{Hit, Source};
 
-/// Keeps the endpoints ranked for the query (or matching one of its phrases) whose
+/// Keeps the endpoints ranked for the query (or one of its tasks) whose
 /// confidence is at least `ratio` times the first one's, the endpoints in `always` (the
 /// best match of each task of a multi-task query), and the prerequisites of kept
 /// endpoints. The first endpoint is always kept.
@@ -24,9 +24,7 @@ pub fn cut(hits: Vec<Hit>, confidence: &[f32], ratio: f32, always: &[usize]) -> 
     for (i, h) in hits.iter().enumerate() {
         let keep = match h.source {
             _ if i == 0 => true,
-            Source::Query | Source::Phrase => {
-                confidence[h.position] >= floor || always.contains(&h.position)
-            }
+            Source::Query => confidence[h.position] >= floor || always.contains(&h.position),
             Source::Prerequisite(of) => kept.iter().any(|k| k.position == of),
         };
         if keep {
@@ -67,7 +65,7 @@ mod tests {
             hit(0, q),
             hit(2, Source::Prerequisite(0)),
             hit(1, q),
-            hit(4, Source::Phrase),
+            hit(4, q),
             hit(3, q),
         ];
         let kept = |h: Vec<Hit>| h.iter().map(|h| h.position).collect::<Vec<_>>();

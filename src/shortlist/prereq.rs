@@ -34,7 +34,7 @@ use crate::index::lexical::tokenize;
 use once_cell::sync::Lazy;
 use regex::Regex;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Words that mark a parameter as an identifier.
 const ID_WORDS: &[&str] = &["id", "ids", "uri", "uris", "uuid", "guid", "key", "slug"];
@@ -82,12 +82,6 @@ pub struct Graph {
     depth: Vec<usize>,
     /// The API of each endpoint.
     api: Vec<String>,
-    /// The kinds of named things each endpoint works on (stemmed nouns): those of the
-    /// identifiers it needs that a lookup produces, and for a lookup, what it finds. A
-    /// thing a request names is found by name, so only these kinds count.
-    kinds: Vec<Vec<String>>,
-    /// Stemmed literal path segments of the whole catalog: the kinds of things it serves.
-    path_nouns: HashSet<String>,
 }
 
 impl Graph {
@@ -112,53 +106,12 @@ impl Graph {
                 None => Vec::new(),
             })
             .collect();
-        // Spotify's `user_id` comes from `/me` (the caller), not from a lookup, so a named
-        // person never makes `/users/{user_id}/playlists` a step.
-        let kinds: Vec<Vec<String>> = facts
-            .iter()
-            .zip(&lookup)
-            .zip(&needs)
-            .map(|((f, &l), needs)| {
-                let mut kinds: Vec<String> = needs
-                    .iter()
-                    .filter(|n| n.producers.iter().any(|&j| lookup[j]))
-                    .filter_map(|n| n.noun.clone())
-                    .collect();
-                if l {
-                    kinds.extend(f.about.iter().cloned());
-                }
-                kinds.sort_unstable();
-                kinds.dedup();
-                kinds
-            })
-            .collect();
-        let path_nouns = endpoints
-            .iter()
-            .flat_map(|e| e.path.split('/'))
-            .filter(|s| !s.is_empty() && !s.starts_with('{'))
-            .flat_map(tokenize)
-            .collect();
         Graph {
             needs,
             lookup,
             depth,
             api: endpoints.iter().map(|e| e.api.clone()).collect(),
-            kinds,
-            path_nouns,
         }
-    }
-
-    /// Whether endpoint `position` works on named things of a kind `is_kind` accepts
-    /// (a stemmed noun: `person`, `collection`).
-    pub fn works_on(&self, position: usize, is_kind: impl Fn(&str) -> bool) -> bool {
-        self.kinds
-            .get(position)
-            .is_some_and(|k| k.iter().any(|n| is_kind(n)))
-    }
-
-    /// Whether a stemmed word is a literal path segment somewhere in the catalog.
-    pub fn is_path_noun(&self, stem: &str) -> bool {
-        self.path_nouns.contains(stem)
     }
 
     /// What endpoint `position` needs.

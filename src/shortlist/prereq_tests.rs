@@ -210,10 +210,10 @@ fn removals_pick_from_their_own_collection() {
     assert_eq!(playlist.producers, vec![2]);
 }
 
-/// People are what a lookup finds by name: an endpoint that needs a person's identifier
-/// a search produces is about people; one whose user comes from `/me` (the caller) is not.
+/// A person's identifier comes from the search that finds people by name; a user's from
+/// `/me` (the caller), which is no lookup.
 #[test]
-fn people_are_found_by_lookups() {
+fn identifiers_come_from_lookups_or_the_caller() {
     let search = ep(
         "GET",
         "/search/person",
@@ -245,13 +245,13 @@ fn people_are_found_by_lookups() {
         ),
     ];
     let g = Graph::build(&eps);
-    let about: Vec<bool> = (0..eps.len())
-        .map(|i| g.works_on(i, crate::shortlist::named::is_person_noun))
-        .collect();
-    assert_eq!(about, [true, true, false, false, false]);
-    assert!(
-        !g.works_on(4, |n| n == "movi"),
-        "movie ids come from no lookup here"
-    );
-    assert!(g.is_path_noun("person") && g.is_path_noun("movi") && !g.is_path_noun("cast"));
+    assert!(g.is_lookup(0) && !g.is_lookup(2));
+    let producers = |i: usize| -> Vec<usize> {
+        g.needs(i)
+            .iter()
+            .flat_map(|n| n.producers.clone())
+            .collect()
+    };
+    assert_eq!(producers(1), [0], "{:?}", g.needs(1));
+    assert_eq!(producers(3), [2], "{:?}", g.needs(3));
 }
