@@ -8,13 +8,11 @@
 //!    ([`fusion`]).
 //! 2. **Split** a request that asks for several things into its tasks and rank each task
 //!    too ([`tasks`]), so every task gets its own best matches near the top.
-//!    Endpoints are scored with their API in catalogs of many APIs ([`apis`]).
 //! 3. **Expand**: an endpoint that needs an identifier the user cannot know brings along the
 //!    endpoint that produces it ([`prereq`]).
 //! 4. **Cut** the list short where relevance falls off ([`cut`]), so a client sees two or
 //!    three tools rather than ten when two or three are what the task needs.
 
-pub mod apis;
 pub mod cut;
 pub mod expand;
 pub mod fusion;
@@ -46,7 +44,8 @@ pub enum Retrieval {
     Hybrid,
 }
 
-/// Ranking options. The defaults are the best configuration measured on RestBench.
+/// Ranking options. The defaults are the best configuration measured on the development
+/// suite (`shortlist eval --suite datasets/suite.toml`, docs/results.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Options {
@@ -63,6 +62,9 @@ pub struct Options {
     pub part_weight: f32,
     /// Add the endpoints that produce the identifiers shortlisted endpoints need.
     pub expand: bool,
+    /// The rules that read a request as one chain of steps (prerequisite expansion, the
+    /// name-list weight) apply to requests of at most this many tasks.
+    pub chain_max_tasks: usize,
     /// When the query names something, the scores of reads that need no identifier and
     /// look nothing up are multiplied by this (1 leaves them alone).
     pub name_list_weight: f32,
@@ -70,9 +72,6 @@ pub struct Options {
     /// ([`siblings`]: `next` and not `previous`), the sibling's scores are multiplied by
     /// this (1 leaves them alone).
     pub sibling_weight: f32,
-    /// Share of an endpoint's score that comes from its API's score for the request
-    /// ([`apis`]; 0 scores endpoints alone). Catalogs of one API are unaffected.
-    pub api_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
     /// this share of the best one's (`None` returns the full `k`).
     pub cut: Option<f32>,
@@ -88,9 +87,9 @@ impl Default for Options {
             split: true,
             part_weight: 0.95,
             expand: true,
-            name_list_weight: 1.0,
+            chain_max_tasks: 2,
+            name_list_weight: 0.7,
             sibling_weight: 0.8,
-            api_weight: 0.0,
             cut: None,
         }
     }
@@ -134,8 +133,6 @@ pub struct Shortlister {
     bm25: Bm25,
     graph: prereq::Graph,
     siblings: siblings::Siblings,
-    /// API-level scoring; `None` for a catalog of one API.
-    apis: Option<apis::Apis>,
     options: Options,
 }
 
@@ -152,15 +149,12 @@ impl Shortlister {
         let bm25 = index.lexical().clone();
         let graph = prereq::Graph::build(index.records());
         let siblings = siblings::Siblings::build(index.records());
-        let vectors = index.vectors();
-        let apis = apis::Apis::build(index.records(), |p| vectors.row(p).map(<[f32]>::to_vec));
         Shortlister {
             index,
             embedder,
             bm25,
             graph,
             siblings,
-            apis,
             options,
         }
     }
@@ -263,7 +257,11 @@ impl Shortlister {
         for (i, t) in texts.iter().enumerate() {
             scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
         }
-        let weights = self.request_weights(query);
+        // A request of few tasks may be one chain of steps (look a thing up, then act on
+        // it); in a request of many, the list's room goes to the tasks themselves.
+        let tasks = (texts.len() - 1).max(1);
+        let chain = tasks <= self.options.chain_max_tasks;
+        let weights = self.request_weights(query, chain);
         for sc in scored.iter_mut() {
             for (i, w) in weights.iter().enumerate() {
                 sc.rank_score[i] *= w;
@@ -292,7 +290,7 @@ impl Shortlister {
                 source: Source::Query,
             })
             .collect();
-        if self.options.expand {
+        if self.options.expand && chain {
             let names = expand::names_something(query);
             hits = expand::expand(&hits, &rank_score, &self.graph, &allowed, names);
         }
@@ -309,7 +307,7 @@ impl Shortlister {
     ///   `next` and not `previous`): the other;
     /// - it names something (a quoted or capitalised phrase): reads that need no identifier
     ///   and look nothing up (`/movie/popular`), since a named thing is looked up first.
-    fn request_weights(&self, query: &str) -> Vec<f32> {
+    fn request_weights(&self, query: &str, chain: bool) -> Vec<f32> {
         let o = &self.options;
         let mut weights = vec![1.0f32; self.index.len()];
         let mut weigh = |w: f32, which: &dyn Fn(usize) -> bool| {
@@ -324,7 +322,7 @@ impl Shortlister {
         };
         let said = crate::index::lexical::tokenize(query);
         weigh(o.sibling_weight, &|i| self.siblings.passed_over(i, &said));
-        if expand::names_something(query) {
+        if chain && expand::names_something(query) {
             weigh(o.name_list_weight, &|i| {
                 self.endpoint(i).method.is_safe()
                     && self.graph.needs(i).is_empty()
@@ -383,11 +381,6 @@ impl Shortlister {
             (Some(x), None) | (None, Some(x)) => x.clone(),
             (None, None) => vec![0.0; allowed.len()],
         };
-        let mut confidence = confidence;
-        if let Some(apis) = self.apis.as_ref().filter(|_| self.options.api_weight > 0.0) {
-            let per_api = apis.scores(text, vector, allowed, w);
-            apis::blend(&mut confidence, &per_api, self.options.api_weight);
-        }
         let rank_score = match (&dense, &lexical, self.options.fusion) {
             (Some(dense), Some(lexical), Fusion::Rrf) => fusion::rrf(
                 &[

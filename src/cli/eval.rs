@@ -69,6 +69,10 @@ pub struct EvalArgs {
     /// Add endpoints that produce the identifiers of shortlisted ones (true/false).
     #[arg(long, value_name = "BOOL")]
     pub expand: Option<bool>,
+    /// Prerequisite expansion and the name-list weight apply to requests of at most this
+    /// many tasks.
+    #[arg(long, value_name = "N")]
+    pub chain_max_tasks: Option<usize>,
     /// When the query names something, weight of reads that need no identifier and look
     /// nothing up (1: no change).
     #[arg(long, value_name = "W")]
@@ -77,9 +81,6 @@ pub struct EvalArgs {
     /// other (1: no change).
     #[arg(long, value_name = "W")]
     pub sibling_weight: Option<f32>,
-    /// Share of an endpoint's score that comes from its API's score, 0 to 1.
-    #[arg(long, value_name = "W")]
-    pub api_weight: Option<f32>,
     /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
@@ -135,9 +136,9 @@ impl EvalArgs {
             split: self.split.unwrap_or(d.split),
             part_weight: self.part_weight.unwrap_or(d.part_weight),
             expand: self.expand.unwrap_or(d.expand),
+            chain_max_tasks: self.chain_max_tasks.unwrap_or(d.chain_max_tasks),
             name_list_weight: self.name_list_weight.unwrap_or(d.name_list_weight),
             sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
-            api_weight: self.api_weight.unwrap_or(d.api_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
         }
     }

@@ -34,7 +34,13 @@ pub fn describe_options(variant: DocVariant, o: &Options) -> String {
         }
     }
     let on = |b: bool| if b { "on" } else { "off" };
-    let _ = write!(s, " split={} expand={}", on(o.split), on(o.expand));
+    let _ = write!(
+        s,
+        " split={} expand={} chain-max-tasks={}",
+        on(o.split),
+        on(o.expand),
+        o.chain_max_tasks
+    );
     if o.split {
         let _ = write!(s, " part-weight={}", o.part_weight);
     }
@@ -47,9 +53,6 @@ pub fn describe_options(variant: DocVariant, o: &Options) -> String {
         if w != 1.0 {
             let _ = write!(s, " {name}={w}");
         }
-    }
-    if o.api_weight > 0.0 {
-        let _ = write!(s, " api-weight={}", o.api_weight);
     }
     match o.cut {
         Some(c) => {
