@@ -71,8 +71,15 @@ fn suite_recall_and_cut_stay_above_the_floors() {
                 below.push(format!("{}: {what} {got:.1} < floor {floor}", row.name));
             }
         }
+        // The cut keeps short lists: RestBench's requests need 2-3 endpoints, the multi-task
+        // sets' 4-6 (every task keeps its best).
+        let bound = if row.name.starts_with("restbench") {
+            4.0
+        } else {
+            8.0
+        };
         assert!(
-            row.cut_returned < 6.0,
+            row.cut_returned < bound,
             "{}: the cut returned {:.2} endpoints",
             row.name,
             row.cut_returned
