@@ -365,7 +365,10 @@ per_catalog = true
         );
         let s = Suite::load(&suite).unwrap();
         assert_eq!(s.datasets.len(), 3);
-        assert_eq!(s.datasets[0].settings[0].specs, [specs.clone()]);
+        assert_eq!(
+            s.datasets[0].settings[0].specs,
+            std::slice::from_ref(&specs)
+        );
         assert_eq!(s.datasets[1].settings[0].queries.len(), 2);
         let per = &s.datasets[2].settings;
         assert_eq!(per.len(), 2);
