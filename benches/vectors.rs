@@ -8,23 +8,10 @@
 //!    384-dim rows, e.g. an index of format 1) and real queries embedded by the model,
 //!    recall@10 of half precision and of i8 against full-precision exact search.
 
-use shortlist::index::vectors::normalized;
+use shortlist::index::vectors::random_rows;
 use shortlist::index::{Embedder, EmbedderConfig, VectorIndex};
 use std::time::{Duration, Instant};
 use usearch::ffi::ScalarKind;
-
-fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut s = seed.max(1);
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
-    (0..n)
-        .map(|_| normalized(&(0..dim).map(|_| next()).collect::<Vec<_>>()))
-        .collect()
-}
 
 fn per_query(
     queries: &[Vec<f32>],

@@ -413,6 +413,21 @@ fn utf8(path: &Path) -> Result<&str, VectorError> {
     })
 }
 
+/// Deterministic pseudo-random unit vectors (xorshift, no extra dependency): stand-ins
+/// for embeddings in tests and benchmarks of the store, where only the geometry matters.
+pub fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut s = seed.max(1);
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    (0..n)
+        .map(|_| normalized(&(0..dim).map(|_| next()).collect::<Vec<_>>()))
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "vectors_tests.rs"]
 pub(crate) mod tests;

@@ -1,19 +1,5 @@
 use super::*;
 
-/// Deterministic pseudo-random unit vectors (xorshift), no extra dependency.
-pub(crate) fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut s = seed.max(1);
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
-    (0..n)
-        .map(|_| normalized(&(0..dim).map(|_| next()).collect::<Vec<_>>()))
-        .collect()
-}
-
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
