@@ -28,8 +28,8 @@ fn main() {
     let bench = std::env::var_os("SHORTLIST_RESTBENCH")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("datasets/restbench"));
-    let bpe = tiktoken_rs::cl100k_base().expect("cl100k tokenizer");
-    let tokens = |v: &Value| bpe.encode_with_special_tokens(&compact(v)).len();
+    let tokens =
+        |v: &Value| shortlist::server::tokens::count_text(&compact(v)).expect("cl100k tokenizer");
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
 
     let mut latency_rows = Vec::new();

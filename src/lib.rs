@@ -5,6 +5,7 @@
 //! embeddings, persistence) -> [`shortlist`] (rank endpoints for a query) -> server -> invoke.
 
 pub mod catalog;
+pub mod console;
 pub mod enrich;
 pub mod eval;
 pub mod index;

@@ -30,6 +30,8 @@ enum Command {
     Eval(cli::eval::EvalArgs),
     /// Fill in missing descriptions and examples (LLM or heuristic) into enriched copies.
     Enrich(cli::enrich::EnrichArgs),
+    /// Open the catalog console in a browser: health, review of generated text, try a request.
+    Console(cli::console::ConsoleArgs),
     /// Add this server to an MCP client's configuration (claude-desktop, claude-code,
     /// cursor, mcp-json).
     Install(cli::install::InstallArgs),
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Call(a) => cli::call::run(a),
         Command::Eval(a) => cli::eval::run(a),
         Command::Enrich(a) => cli::enrich::run(a),
+        Command::Console(a) => cli::console::run(a),
         Command::Install(a) => cli::install::run(a),
     };
     match result {

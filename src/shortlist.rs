@@ -15,6 +15,7 @@
 
 pub mod cut;
 pub mod expand;
+pub mod explain;
 pub mod fusion;
 pub mod prereq;
 pub mod siblings;

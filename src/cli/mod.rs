@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod client_config;
+pub mod console;
 pub mod enrich;
 pub mod eval;
 pub mod index;

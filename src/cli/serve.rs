@@ -62,33 +62,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(a) => Some(http_options(&args, a)?),
         None => None,
     };
-    let started = Instant::now();
-    let catalog = args.catalog.load()?;
-    let data_dir = args.catalog.data_dir(Some(&catalog.config))?;
-    let embedder = args.model.load(Some(&catalog.config))?;
-    let (index, stats) = catalog_index::build(
-        &catalog,
-        &data_dir,
-        &embedder,
-        args.variant,
-        |done, total| {
-            // Nothing to embed is the common case (an unchanged catalog) and says nothing.
-            if total > 0 && done == 0 {
-                eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
-            }
-        },
-    )
-    .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
-    eprintln!(
-        "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
-        index.len(),
-        catalog.apis.len(),
-        started.elapsed().as_secs_f64(),
-        stats.embedded,
-        stats.reused,
-    );
-    let shortlister = Shortlister::new(index, embedder, Options::default());
-    let invoker = Invoker::new().context("cannot create the HTTP client")?;
     let options = ServerOptions {
         expose: args.expose,
         max_tools: usize::from(args.max_tools),
@@ -97,7 +70,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or(args.idle_minutes.max(1) * 60),
         ),
     };
-    let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
+    let state = load_state(&args.catalog, &args.model, args.variant, options)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,10 +87,57 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Loads the catalog, brings its index up to date and builds the server state: what
+/// `serve` and `console` both start from.
+pub fn load_state(
+    catalog_args: &super::CatalogArgs,
+    model: &ModelArgs,
+    variant: DocVariant,
+    options: ServerOptions,
+) -> anyhow::Result<Arc<ServerState>> {
+    let started = Instant::now();
+    let catalog = catalog_args.load()?;
+    let data_dir = catalog_args.data_dir(Some(&catalog.config))?;
+    let embedder = model.load(Some(&catalog.config))?;
+    let (index, stats) =
+        catalog_index::build(&catalog, &data_dir, &embedder, variant, |done, total| {
+            // Nothing to embed is the common case (an unchanged catalog) and says nothing.
+            if total > 0 && done == 0 {
+                eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
+            }
+        })
+        .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
+    eprintln!(
+        "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
+        index.len(),
+        catalog.apis.len(),
+        started.elapsed().as_secs_f64(),
+        stats.embedded,
+        stats.reused,
+    );
+    let shortlister = Shortlister::new(index, embedder, Options::default());
+    let invoker = Invoker::new().context("cannot create the HTTP client")?;
+    Ok(Arc::new(ServerState::new(
+        shortlister,
+        catalog,
+        invoker,
+        options,
+    )))
+}
+
 /// HTTP options from the command line; the token is read from its variable here and
 /// never printed.
 fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
-    let auth_token = match &args.auth_token_env {
+    http_options_from(addr, args.auth_token_env.as_deref(), &args.allowed_hosts)
+}
+
+/// [`http_options`] from its parts, for every command that serves HTTP.
+pub fn http_options_from(
+    addr: &str,
+    auth_token_env: Option<&str>,
+    allowed_hosts: &[String],
+) -> anyhow::Result<HttpOptions> {
+    let auth_token = match auth_token_env {
         Some(var) => {
             let t = std::env::var(var).unwrap_or_default();
             if t.trim().is_empty() {
@@ -130,7 +150,7 @@ fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
     let opts = HttpOptions {
         addr: parse_addr(addr)?,
         auth_token,
-        allowed_hosts: args.allowed_hosts.clone(),
+        allowed_hosts: allowed_hosts.to_vec(),
     };
     opts.check()?;
     Ok(opts)
@@ -153,7 +173,7 @@ fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// Ctrl-C or SIGTERM ends the server cleanly: open streams close, sessions end.
-fn spawn_signal_handler(shutdown: CancellationToken) {
+pub fn spawn_signal_handler(shutdown: CancellationToken) {
     tokio::spawn(async move {
         #[cfg(unix)]
         {

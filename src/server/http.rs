@@ -72,6 +72,7 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
         config,
     );
     let guard = Guard::new(opts.auth_token.as_deref(), hosts);
+    let state_for_console = Arc::clone(&state);
     let legacy = Router::new()
         .route("/sse", get(legacy_sse::connect))
         .route("/message", post(legacy_sse::message))
@@ -91,7 +92,32 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
             guard.clone(),
             require_origin,
         ))
-        .merge(legacy);
+        .merge(legacy)
+        .merge(console_routes(state_for_console, &guard));
+    if opts.auth_token.is_some() {
+        app.layer(axum::middleware::from_fn_with_state(guard, require_token))
+    } else {
+        app
+    }
+}
+
+/// The console's pages under `/console`, behind the `Host` and `Origin` checks (the token
+/// check wraps every route).
+fn console_routes(state: Arc<ServerState>, guard: &Guard) -> Router {
+    crate::console::routes::router(crate::console::Console::new(state)).layer(
+        axum::middleware::from_fn_with_state(guard.clone(), require_host),
+    )
+}
+
+/// The router of `shortlist console`: the console alone, `/` leading to it.
+pub fn console_router(state: Arc<ServerState>, opts: &HttpOptions) -> Router {
+    let guard = Guard::new(opts.auth_token.as_deref(), opts.hosts());
+    let app = console_routes(state, &guard).route(
+        "/",
+        get(|| async { axum::response::Redirect::to("/console/health") }).layer(
+            axum::middleware::from_fn_with_state(guard.clone(), require_host),
+        ),
+    );
     if opts.auth_token.is_some() {
         app.layer(axum::middleware::from_fn_with_state(guard, require_token))
     } else {
@@ -121,13 +147,41 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     opts.check()?;
-    let listener = tokio::net::TcpListener::bind(opts.addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.addr))?;
+    let listener = bind(&opts).await?;
     let local = listener.local_addr()?;
-    eprintln!("shortlist: serving MCP on http://{local}/mcp (legacy SSE: http://{local}/sse)");
+    eprintln!(
+        "shortlist: serving MCP on http://{local}/mcp (legacy SSE: http://{local}/sse; \
+         console: http://{local}/console)"
+    );
     spawn_sweeper(Arc::clone(&state), shutdown.clone());
     let app = router(state, &opts, shutdown.clone());
+    run(listener, app, shutdown).await
+}
+
+/// Serves the console alone (`shortlist console`) until `shutdown` is cancelled.
+pub async fn serve_console(
+    state: Arc<ServerState>,
+    opts: HttpOptions,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    opts.check()?;
+    let listener = bind(&opts).await?;
+    let local = listener.local_addr()?;
+    eprintln!("shortlist: console on http://{local}/console");
+    run(listener, console_router(state, &opts), shutdown).await
+}
+
+async fn bind(opts: &HttpOptions) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.addr))
+}
+
+async fn run(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     // MCP answers are small writes in quick succession (an SSE priming event, then the
     // message): with Nagle's algorithm the second waits for the client's delayed ACK, which
     // measured as a flat ~40 ms on every session-era request.

@@ -24,6 +24,7 @@ pub mod meta_tools;
 pub mod outcome;
 pub mod parse_error;
 pub mod state;
+pub mod tokens;
 pub mod tools;
 
 pub use clients::{ClientKey, ClientRegistry};

@@ -50,6 +50,12 @@ impl Default for ServerOptions {
     }
 }
 
+/// A `find_tools` ranking: the arguments as read and the hits, best first.
+pub struct Ranked {
+    pub args: FindArgs,
+    pub hits: Vec<crate::shortlist::Hit>,
+}
+
 /// What a `find_tools` call produced.
 pub struct Found {
     /// The answer for the model.
@@ -194,42 +200,11 @@ impl ServerState {
         }
     }
 
-    /// `find_tools`: ranks endpoints and, in dynamic mode, exposes them to `key`. Ranking
-    /// embeds the query (CPU work), so it runs off the async workers.
+    /// `find_tools`: ranks endpoints and, in dynamic mode, exposes them to `key`.
     pub async fn find(self: &Arc<Self>, key: &ClientKey, args: &JsonObject) -> Found {
-        let args = match meta_tools::find_args(args, self.k_limit()) {
-            Ok(a) => a,
+        let (query, hits) = match self.rank(args).await {
+            Ok(Ranked { args, hits }) => (args.query, hits),
             Err(msg) => return Found::error(msg),
-        };
-        if let Some(api) = &args.api {
-            if !self.api_ids.contains(api) {
-                return Found::error(format!(
-                    "unknown api '{}'; the catalog has: {}",
-                    crate::text::clip_chars(api, 80),
-                    self.api_ids.join(", ")
-                ));
-            }
-        }
-        let state = Arc::clone(self);
-        let FindArgs { query, k, api } = args;
-        let q = query.clone();
-        // Never closed, so acquiring only waits for a free slot.
-        let Ok(_permit) = self.ranking.acquire().await else {
-            return Found::error("ranking failed (internal error)".into());
-        };
-        let ranked =
-            tokio::task::spawn_blocking(move || state.shortlister.search(&q, k, api.as_deref()))
-                .await;
-        let hits = match ranked {
-            Ok(Ok(h)) => h,
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "find_tools: ranking failed");
-                return Found::error(format!("ranking failed: {e}"));
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "find_tools: ranking task failed");
-                return Found::error("ranking failed (internal error)".into());
-            }
         };
         let dynamic = self.options.expose == Expose::Dynamic;
         let change = if dynamic {
@@ -261,6 +236,59 @@ impl ServerState {
             result: discovery::find_result(&query, values, dynamic, note),
             change,
         }
+    }
+
+    /// The ranking behind `find_tools` for its arguments, with nothing exposed to anyone:
+    /// the one path both `find_tools` and the console's preview take, so the console shows
+    /// what a client would get. Ranking embeds the query (CPU work), so it runs off the
+    /// async workers. The error is the message a client would read.
+    pub async fn rank(self: &Arc<Self>, args: &JsonObject) -> Result<Ranked, String> {
+        let args = meta_tools::find_args(args, self.k_limit())?;
+        if let Some(api) = &args.api {
+            if !self.api_ids.contains(api) {
+                return Err(format!(
+                    "unknown api '{}'; the catalog has: {}",
+                    crate::text::clip_chars(api, 80),
+                    self.api_ids.join(", ")
+                ));
+            }
+        }
+        let state = Arc::clone(self);
+        let (q, k, api) = (args.query.clone(), args.k, args.api.clone());
+        // Never closed, so acquiring only waits for a free slot.
+        let Ok(_permit) = self.ranking.acquire().await else {
+            return Err("ranking failed (internal error)".into());
+        };
+        let ranked =
+            tokio::task::spawn_blocking(move || state.shortlister.search(&q, k, api.as_deref()))
+                .await;
+        match ranked {
+            Ok(Ok(hits)) => Ok(Ranked { args, hits }),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "find_tools: ranking failed");
+                Err(format!("ranking failed: {e}"))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "find_tools: ranking task failed");
+                Err("ranking failed (internal error)".into())
+            }
+        }
+    }
+
+    /// The shortlister the server ranks with.
+    pub fn shortlister(&self) -> &Shortlister {
+        &self.shortlister
+    }
+
+    /// The catalog config the server was started with.
+    pub fn catalog_config(&self) -> &crate::catalog::CatalogConfig {
+        &self.catalog.config
+    }
+
+    /// The catalog as loaded at start, without its endpoints (the index holds those): the
+    /// APIs and the load problems.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     /// `describe_tool`: the full definition, or a message naming the closest tool names.

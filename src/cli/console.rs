@@ -1,0 +1,64 @@
+//! `shortlist console`: the catalog console (health, review of generated text, try a
+//! request) as a local web app. The same pages are under `/console` of `serve --http`.
+
+use super::model::ModelArgs;
+use super::serve::{http_options_from, load_state, spawn_signal_handler};
+use super::CatalogArgs;
+use anyhow::Context;
+use clap::Args;
+use shortlist::index::doc_text::DocVariant;
+use shortlist::server::{self, Expose, ServerOptions};
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args, Debug)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    /// Address to serve the console on: `127.0.0.1:8088`, `:8088` or `8088` (loopback),
+    /// port 0 for any free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8088")]
+    pub http: String,
+    /// Require `Authorization: Bearer <token>`, the token read from this environment
+    /// variable. Needed to listen on a non-loopback address.
+    #[arg(long, value_name = "VAR")]
+    pub auth_token_env: Option<String>,
+    /// Also accept this `Host` name (besides loopback names); repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Which tools the previewed server exposes, as for `serve` (it bounds `k`).
+    #[arg(long, value_enum, default_value_t = Expose::Dynamic)]
+    pub expose: Expose,
+    /// Most endpoint tools one client sees at once, as for `serve` (it bounds `k`).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub max_tools: u16,
+    /// Doc-text variant of the index (as given to `shortlist index`).
+    #[arg(long, value_enum, default_value_t = DocVariant::default())]
+    pub variant: DocVariant,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
+    let opts = http_options_from(
+        &args.http,
+        args.auth_token_env.as_deref(),
+        &args.allowed_hosts,
+    )?;
+    let options = ServerOptions {
+        expose: args.expose,
+        max_tools: usize::from(args.max_tools),
+        ..ServerOptions::default()
+    };
+    let state = load_state(&args.catalog, &args.model, args.variant, options)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        spawn_signal_handler(shutdown.clone());
+        server::http::serve_console(state, opts, shutdown).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,158 @@
+//! The catalog console: a small local web app to see, review and try a catalog.
+//!
+//! - [`health`]: every API, its endpoints and load problems, and how well each endpoint is
+//!   described;
+//! - [`review`], [`review_write`]: generated values beside the spec's own text, accepted,
+//!   edited or rejected into the enriched spec the way a person editing it would;
+//! - [`try_request`]: the shortlist a client would get for a request, each tool's score
+//!   explained, its token cost and its definition as sent;
+//! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
+//!   endpoints behind them (documented in `docs/console.md`).
+//!
+//! It is served by `shortlist console` and under `/console` of `shortlist serve --http`,
+//! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token).
+
+pub mod health;
+pub mod html;
+pub mod pages;
+pub mod review;
+pub mod review_write;
+pub mod routes;
+pub mod try_request;
+
+use crate::catalog::{Catalog, CatalogConfig, Endpoint, SpecSource};
+use crate::server::ServerState;
+use review::{ReviewField, ReviewItem, Status};
+use std::sync::Arc;
+
+/// The catalog as the console shows it: loaded from the spec files (enriched copies
+/// included) and their review items. Reloaded after each saved review, so what the pages
+/// show is what the files say.
+pub struct Snapshot {
+    pub catalog: Catalog,
+    pub sources: Vec<SpecSource>,
+    pub items: Vec<ReviewItem>,
+    /// Enriched files that could not be read for review, with the reason.
+    pub unreadable: Vec<String>,
+}
+
+impl Snapshot {
+    /// Loads the catalog and every enriched copy's review items.
+    pub fn load(config: &CatalogConfig) -> Snapshot {
+        let catalog = Catalog::load(config);
+        let sources = crate::catalog::expand_sources(config, &mut Vec::new());
+        let mut items = Vec::new();
+        let mut unreadable = Vec::new();
+        for src in &sources {
+            match review::read_items(src) {
+                Ok(mut v) => items.append(&mut v),
+                Err(e) => unreadable.push(e),
+            }
+        }
+        for it in &mut items {
+            it.tool = catalog
+                .endpoints
+                .iter()
+                .find(|e| e.api == it.api && e.method.as_str() == it.method && e.path == it.path)
+                .map(|e| e.tool_name.clone());
+        }
+        Snapshot {
+            catalog,
+            sources,
+            items,
+            unreadable,
+        }
+    }
+
+    /// `ep`'s generated description, while it awaits review.
+    pub fn pending_description(&self, ep: &Endpoint) -> Option<&ReviewItem> {
+        self.items.iter().find(|i| {
+            i.status == Status::Pending
+                && i.field == ReviewField::Description
+                && i.param.is_none()
+                && i.api == ep.api
+                && i.method == ep.method.as_str()
+                && i.path == ep.path
+        })
+    }
+
+    /// The spec file of an API.
+    pub fn source(&self, api: &str) -> Option<&SpecSource> {
+        self.sources.iter().find(|s| s.id == api)
+    }
+}
+
+/// What the console's handlers share.
+pub struct Console {
+    server: Arc<ServerState>,
+    snapshot: tokio::sync::Mutex<Option<Arc<Snapshot>>>,
+    locks: review_write::Locks,
+}
+
+impl Console {
+    pub fn new(server: Arc<ServerState>) -> Arc<Console> {
+        Arc::new(Console {
+            server,
+            snapshot: tokio::sync::Mutex::new(None),
+            locks: review_write::Locks::default(),
+        })
+    }
+
+    pub fn server(&self) -> &Arc<ServerState> {
+        &self.server
+    }
+
+    /// The current snapshot, loaded on first use and after a review (off the async workers:
+    /// it reads every spec).
+    pub async fn snapshot(&self) -> Result<Arc<Snapshot>, String> {
+        let mut slot = self.snapshot.lock().await;
+        if let Some(s) = slot.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let config = self.server.catalog_config().clone();
+        let snap = tokio::task::spawn_blocking(move || Snapshot::load(&config))
+            .await
+            .map_err(|e| format!("loading the catalog failed: {e}"))?;
+        let snap = Arc::new(snap);
+        *slot = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    /// Records a review and makes the next page read the files again.
+    pub async fn review(
+        self: &Arc<Self>,
+        r: review_write::Review,
+    ) -> Result<review_write::Saved, review_write::ReviewError> {
+        use review_write::ReviewError;
+        review_write::validate(&r)?;
+        let snap = self.snapshot().await.map_err(ReviewError::Io)?;
+        let src = snap
+            .source(&r.api)
+            .cloned()
+            .ok_or_else(|| ReviewError::NotFound(format!("api: no API '{}'", clip(&r.api))))?;
+        let schema = r.param.as_ref().and_then(|p| {
+            snap.catalog
+                .endpoints
+                .iter()
+                .find(|e| e.api == r.api && e.path == r.path && e.method.as_str() == r.method)
+                .and_then(|e| {
+                    e.parameters
+                        .iter()
+                        .find(|q| q.name == p.name && q.location.as_str() == p.location)
+                })
+                .map(|q| q.schema.clone())
+        });
+        let me = Arc::clone(self);
+        let saved = tokio::task::spawn_blocking(move || {
+            review_write::record(&me.locks, &src, &r, schema.as_ref())
+        })
+        .await
+        .map_err(|e| ReviewError::Io(format!("saving failed: {e}")))??;
+        *self.snapshot.lock().await = None;
+        Ok(saved)
+    }
+}
+
+fn clip(s: &str) -> String {
+    crate::text::clip_chars(s, 60)
+}

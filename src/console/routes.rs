@@ -1,0 +1,309 @@
+//! The console's routes: three pages, their assets, and the JSON endpoints behind them
+//! (`docs/console.md`). Errors are JSON `{"error": "..."}` naming the argument at fault.
+//!
+//! Writes (`POST`) take JSON only: a page on another site can send a form to a loopback
+//! server, but not a JSON body without the browser asking first, and the `Origin` guard in
+//! front of these routes refuses it then.
+
+use super::health::{self, Filter};
+use super::review::Status;
+use super::review_write::{Review, ReviewError};
+use super::{html, pages, try_request, Console};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use rmcp::model::JsonObject;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type Params = Query<HashMap<String, String>>;
+
+/// The console's router, every path under `/console`.
+pub fn router(console: Arc<Console>) -> Router {
+    Router::new()
+        .route(
+            "/console",
+            get(|| async { Redirect::to("/console/health") }),
+        )
+        .route(
+            "/console/",
+            get(|| async { Redirect::to("/console/health") }),
+        )
+        .route("/console/health", get(health_page))
+        .route("/console/review", get(review_page))
+        .route("/console/try", get(try_page))
+        .route("/console/assets/console.css", get(css))
+        .route("/console/assets/console.js", get(js))
+        .route("/console/api/health", get(health_json))
+        .route("/console/api/review", get(review_json).post(review_save))
+        .route("/console/api/try", axum::routing::post(try_json))
+        .with_state(console)
+        .layer(axum::middleware::map_response(secure_headers))
+}
+
+/// No page of the console may be framed, sniffed, cached or leak its address onwards.
+async fn secure_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(html::CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+fn error(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, Json(json!({"error": msg.into()}))).into_response()
+}
+
+fn param<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
+    q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
+}
+
+async fn css() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        html::CSS,
+    )
+}
+
+async fn js() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        html::JS,
+    )
+}
+
+fn filter(q: &HashMap<String, String>) -> Result<Filter, String> {
+    Filter::parse(
+        param(q, "api"),
+        param(q, "method"),
+        param(q, "q"),
+        param(q, "description"),
+    )
+}
+
+async fn health_json(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+    let f = match filter(&q) {
+        Ok(f) => f,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    match c.snapshot().await {
+        Ok(s) => Json(health::report(&s, &f)).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+async fn health_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+    let f = match filter(&q) {
+        Ok(f) => f,
+        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    match c.snapshot().await {
+        Ok(s) => Html(pages::health(&health::report(&s, &f), &f)).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    }
+}
+
+/// Which review items a query asks for: `status` (pending, the default; reviewed; all),
+/// `api`, and `tool` (one endpoint).
+struct ItemQuery<'a> {
+    status: &'a str,
+    api: Option<&'a str>,
+    tool: Option<&'a str>,
+}
+
+fn item_query(q: &HashMap<String, String>) -> Result<ItemQuery<'_>, String> {
+    let status = param(q, "status").unwrap_or("pending");
+    if !matches!(status, "pending" | "reviewed" | "all") {
+        return Err(format!(
+            "status: '{}' is not one of pending, reviewed, all",
+            crate::text::clip_chars(status, 40)
+        ));
+    }
+    Ok(ItemQuery {
+        status,
+        api: param(q, "api"),
+        tool: param(q, "tool"),
+    })
+}
+
+fn selected<'a>(
+    items: &'a [super::review::ReviewItem],
+    q: &ItemQuery,
+) -> Vec<&'a super::review::ReviewItem> {
+    items
+        .iter()
+        .filter(|i| match q.status {
+            "pending" => i.status == Status::Pending,
+            "reviewed" => i.status == Status::Reviewed,
+            _ => true,
+        })
+        .filter(|i| q.api.is_none_or(|a| i.api == a))
+        .filter(|i| q.tool.is_none_or(|t| i.tool.as_deref() == Some(t)))
+        .collect()
+}
+
+async fn review_json(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+    let iq = match item_query(&q) {
+        Ok(iq) => iq,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    match c.snapshot().await {
+        Ok(s) => Json(json!({
+            "items": selected(&s.items, &iq),
+            "unreadable": s.unreadable,
+        }))
+        .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+async fn review_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+    let iq = match item_query(&q) {
+        Ok(iq) => iq,
+        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    match c.snapshot().await {
+        Ok(s) => {
+            let apis: Vec<String> = s.sources.iter().map(|x| x.id.clone()).collect();
+            Html(pages::review(
+                &selected(&s.items, &iq),
+                &apis,
+                iq.api,
+                iq.status,
+                &s.unreadable,
+            ))
+            .into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    }
+}
+
+/// A JSON object body, or the status and message for anything else.
+fn json_body(headers: &HeaderMap, body: &[u8]) -> Result<JsonObject, (StatusCode, String)> {
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json_type {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the body as Content-Type: application/json".into(),
+        ));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err((
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object".into(),
+        )),
+        Err(e) => Err((
+            StatusCode::BAD_REQUEST,
+            format!("the body is not valid JSON: {e}"),
+        )),
+    }
+}
+
+async fn review_save(State(c): State<Arc<Console>>, headers: HeaderMap, body: Bytes) -> Response {
+    let obj = match json_body(&headers, &body) {
+        Ok(o) => o,
+        Err((status, msg)) => return error(status, msg),
+    };
+    let review: Review = match serde_json::from_value(Value::Object(obj)) {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("review: {e}")),
+    };
+    match c.review(review).await {
+        Ok(saved) => Json(json!({"saved": saved})).into_response(),
+        Err(e) => {
+            let status = match &e {
+                ReviewError::Invalid(_) => StatusCode::BAD_REQUEST,
+                ReviewError::NotFound(_) => StatusCode::NOT_FOUND,
+                ReviewError::Conflict(_) => StatusCode::CONFLICT,
+                ReviewError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            if status == StatusCode::INTERNAL_SERVER_ERROR {
+                tracing::error!(error = %e, "console: saving a review failed");
+            }
+            error(status, e.to_string())
+        }
+    }
+}
+
+async fn try_json(State(c): State<Arc<Console>>, headers: HeaderMap, body: Bytes) -> Response {
+    let obj = match json_body(&headers, &body) {
+        Ok(o) => o,
+        Err((status, msg)) => return error(status, msg),
+    };
+    match try_request::try_request(c.server(), &obj).await {
+        Ok(t) => Json(t).into_response(),
+        Err(e) => error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+async fn try_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+    let apis: Vec<String> = {
+        let mut v: Vec<String> = c
+            .server()
+            .shortlister()
+            .endpoints()
+            .iter()
+            .map(|e| e.api.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let query = param(&q, "q").unwrap_or("");
+    let api = param(&q, "api");
+    let k = match param(&q, "k").map(str::parse::<usize>) {
+        None => None,
+        Some(Ok(k)) => Some(k),
+        Some(Err(_)) => {
+            let page = pages::try_page(
+                query,
+                None,
+                api,
+                &apis,
+                Some(Err("k: must be a whole number")),
+            );
+            return (StatusCode::BAD_REQUEST, Html(page)).into_response();
+        }
+    };
+    if query.is_empty() {
+        return Html(pages::try_page("", k, api, &apis, None)).into_response();
+    }
+    let mut args = JsonObject::new();
+    args.insert("query".into(), Value::from(query));
+    if let Some(k) = k {
+        args.insert("k".into(), Value::from(k));
+    }
+    if let Some(a) = api {
+        args.insert("api".into(), Value::from(a));
+    }
+    match try_request::try_request(c.server(), &args).await {
+        Ok(t) => Html(pages::try_page(query, k, api, &apis, Some(Ok(&t)))).into_response(),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Html(pages::try_page(query, k, api, &apis, Some(Err(&e)))),
+        )
+            .into_response(),
+    }
+}
