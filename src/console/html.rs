@@ -8,6 +8,8 @@
 pub const CSS: &str = include_str!("assets/console.css");
 /// The script, served at `/console/assets/console.js`.
 pub const JS: &str = include_str!("assets/console.js");
+/// The tab icon, served at `/console/assets/icon.svg` (else browsers ask for `/favicon.ico`).
+pub const ICON: &str = include_str!("assets/icon.svg");
 
 /// What the pages may load: their own assets and their own JSON endpoints, nothing else.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -57,6 +59,7 @@ pub fn frame(page: Page, title: &str, body: &str) -> String {
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title} · shortlist console</title>\
+         <link rel=\"icon\" href=\"/console/assets/icon.svg\" type=\"image/svg+xml\">\
          <link rel=\"stylesheet\" href=\"/console/assets/console.css\">\
          <script src=\"/console/assets/console.js\" defer></script></head>\
          <body><header><strong>shortlist console</strong><nav>{}{}{}</nav></header>\

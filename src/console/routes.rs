@@ -38,6 +38,7 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/try", get(try_page))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
+        .route("/console/assets/icon.svg", get(icon))
         .route("/console/api/health", get(health_json))
         .route("/console/api/review", get(review_json).post(review_save))
         .route("/console/api/try", axum::routing::post(try_json))
@@ -77,6 +78,10 @@ async fn css() -> impl IntoResponse {
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
         html::CSS,
     )
+}
+
+async fn icon() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], html::ICON)
 }
 
 async fn js() -> impl IntoResponse {
