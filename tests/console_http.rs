@@ -558,6 +558,28 @@ async fn review_page_shows_generated_text_beside_the_specs_own() {
     let (status, page) = get_text(&srv.url("/console/review?status=reviewed")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("Nothing to show"));
+
+    // A retrieval check recorded in a marker entry (`check: {passed, reason}`) is shown.
+    let file = cat.spec("1forge.com_0.0.1.enriched.yaml");
+    let mut doc = read_spec(&file);
+    let reason = "ranked 4th for its own sample question";
+    doc["paths"]["/quotes"]["get"]["x-shortlist-generated"]["description"]["check"] =
+        json!({"passed": false, "reason": reason});
+    doc["paths"]["/symbols"]["get"]["x-shortlist-generated"]["description"]["check"] =
+        json!({"passed": true});
+    shortlist::enrich::spec_file::write(&file, &doc).unwrap();
+    // The console reads the files again after a save; a fresh server reads them at start.
+    drop(srv);
+    let srv = Server::console(&cat, &[], &[]).await;
+    let quotes = item(&srv, "1forge.com_0.0.1", "/quotes", None, "description").await;
+    assert_eq!(quotes["check"], json!({"passed": false, "reason": reason}));
+    assert!(quotes["provenance"].get("check").is_none());
+    let (_, page) = get_text(&srv.url("/console/review?api=1forge.com_0.0.1")).await;
+    assert!(
+        page.contains("validation: failed</span> ranked 4th"),
+        "{page}"
+    );
+    assert!(page.contains("validation: passed"));
     let (status, _) = get_text(&srv.url("/console/review?status=nope")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
@@ -640,8 +662,20 @@ async fn try_shows_what_a_client_receives_and_why() {
         &json!({"query": "Show me the top rated movies, and then delete my list 42", "k": 3}),
     )
     .await;
-    assert_eq!(t["tasks"].as_array().unwrap().len(), 2, "{t:#}");
+    assert_eq!(t["tasks"][1], "delete my list 42", "{t:#}");
     assert_eq!(t["tools"].as_array().unwrap().len(), 3);
+    let delete = t["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "tmdb__deleteList")
+        .unwrap_or_else(|| panic!("{t:#}"));
+    assert_eq!(delete["origin"], "task_part", "{delete:#}");
+    assert_eq!(delete["explanation"]["origin"]["task"], 1);
+    assert!(delete["why"]
+        .as_str()
+        .unwrap()
+        .contains("delete my list 42"));
 
     // Bad input: the messages find_tools gives.
     for (body, says) in [

@@ -141,6 +141,7 @@ pub fn health(h: &Health, f: &Filter) -> String {
 /// Review of generated text.
 pub fn review(
     items: &[&ReviewItem],
+    matching: usize,
     apis: &[String],
     api: Option<&str>,
     status: &str,
@@ -175,7 +176,14 @@ pub fn review(
             "<p id=\"none\" class=\"quiet\">Nothing to show: no generated value matches.</p>",
         );
     }
-    b.push_str(&format!("<p class=\"quiet\">{} values</p>", items.len()));
+    if matching > items.len() {
+        b.push_str(&format!(
+            "<p class=\"quiet\">showing the first {} of {matching} values: choose an API</p>",
+            items.len()
+        ));
+    } else {
+        b.push_str(&format!("<p class=\"quiet\">{matching} values</p>"));
+    }
     for it in items {
         b.push_str(&item(it));
     }

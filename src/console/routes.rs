@@ -22,6 +22,11 @@ use std::sync::Arc;
 
 type Params = Query<HashMap<String, String>>;
 
+/// Review cards on one page, and items in one JSON answer: a catalog with thousands of
+/// generated values is narrowed by API or tool, not scrolled.
+const MAX_CARDS: usize = 200;
+const MAX_ITEMS: usize = 1000;
+
 /// The console's router, every path under `/console`.
 pub fn router(console: Arc<Console>) -> Router {
     Router::new()
@@ -167,11 +172,15 @@ async fn review_json(State(c): State<Arc<Console>>, Query(q): Params) -> Respons
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     match c.snapshot().await {
-        Ok(s) => Json(json!({
-            "items": selected(&s.items, &iq),
-            "unreadable": s.unreadable,
-        }))
-        .into_response(),
+        Ok(s) => {
+            let items = selected(&s.items, &iq);
+            Json(json!({
+                "matching": items.len(),
+                "items": &items[..items.len().min(MAX_ITEMS)],
+                "unreadable": s.unreadable,
+            }))
+            .into_response()
+        }
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
@@ -184,8 +193,10 @@ async fn review_page(State(c): State<Arc<Console>>, Query(q): Params) -> Respons
     match c.snapshot().await {
         Ok(s) => {
             let apis: Vec<String> = s.sources.iter().map(|x| x.id.clone()).collect();
+            let items = selected(&s.items, &iq);
             Html(pages::review(
-                &selected(&s.items, &iq),
+                &items[..items.len().min(MAX_CARDS)],
+                items.len(),
                 &apis,
                 iq.api,
                 iq.status,
