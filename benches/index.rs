@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 ///   model over the doc texts (queries are still embedded by the real model), to measure the
 ///   store, start and search of catalogs too large to embed on a small machine in reasonable
 ///   time; the throughput column then says `synthetic vectors`;
+/// - `--queries FILE`: time these requests (JSON Lines with a `query` field, such as the
+///   suite's `datasets/socbench-dev/queries.jsonl`) instead of the catalog's own set: the
+///   latency of long multi-task requests, whose task parts are embedded and ranked too;
 /// - `--write-synthetic N FILE`: only write the synthetic spec.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -55,6 +58,14 @@ fn main() {
         return;
     }
     let reuse = value("--reuse").map(PathBuf::from);
+    let given_queries = value("--queries").map(|f| {
+        let q = queries_in(Path::new(&f));
+        if q.is_empty() {
+            eprintln!("--queries {f}: no JSON line with a \"query\" field");
+            std::process::exit(2)
+        }
+        q
+    });
     let Some(only) = value("--only") else {
         println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS | server RSS |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -87,7 +98,7 @@ fn main() {
                 "RestBench (TMDB+Spotify)",
                 &restbench,
                 &embedder,
-                restbench_queries(root),
+                given_queries.unwrap_or_else(|| restbench_queries(root)),
                 reuse.as_deref(),
             );
         }
@@ -98,14 +109,17 @@ fn main() {
                 &format!("synthetic {size}"),
                 &[spec],
                 &embedder,
-                synthetic_queries(),
+                given_queries.unwrap_or_else(synthetic_queries),
                 reuse.as_deref(),
             );
         }
         "corpus" => {
             let dir = PathBuf::from(value("--corpus").expect("--corpus DIR"));
-            let mut queries = restbench_queries(root);
-            queries.extend(synthetic_queries());
+            let queries = given_queries.unwrap_or_else(|| {
+                let mut q = restbench_queries(root);
+                q.extend(synthetic_queries());
+                q
+            });
             run(
                 &format!("corpus ({})", dir.display()),
                 &[dir],
@@ -323,16 +337,20 @@ fn dir_size(p: &Path) -> u64 {
     total
 }
 
+/// The `query` field of every JSON line of `file` (none if it cannot be read).
+fn queries_in(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["query"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn restbench_queries(root: &Path) -> Vec<String> {
     let bench = root.join("datasets/restbench");
     let mut out = Vec::new();
     for f in ["tmdb_queries.jsonl", "spotify_queries.jsonl"] {
-        let text = std::fs::read_to_string(bench.join(f)).unwrap_or_default();
-        out.extend(
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter_map(|v| v["query"].as_str().map(str::to_string)),
-        );
+        out.extend(queries_in(&bench.join(f)));
     }
     if out.is_empty() {
         out = synthetic_queries();
