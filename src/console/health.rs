@@ -202,12 +202,17 @@ pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
             }
         })
         .collect();
+    let mut by_api: std::collections::HashMap<&str, Vec<&EndpointHealth>> =
+        std::collections::HashMap::new();
+    for r in &rows {
+        by_api.entry(r.api.as_str()).or_default().push(r);
+    }
     let apis = snap
         .catalog
         .apis
         .iter()
         .map(|a| {
-            let mine: Vec<&EndpointHealth> = rows.iter().filter(|r| r.api == a.id).collect();
+            let mine: &[&EndpointHealth] = by_api.get(a.id.as_str()).map_or(&[], Vec::as_slice);
             let count = |s: DescriptionState| mine.iter().filter(|r| r.description == s).count();
             let (missing, weak) = (
                 count(DescriptionState::Missing),

@@ -23,6 +23,7 @@ pub mod try_request;
 use crate::catalog::{Catalog, CatalogConfig, Endpoint, SpecSource};
 use crate::server::ServerState;
 use review::{ReviewField, ReviewItem, Status};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The catalog as the console shows it: loaded from the spec files (enriched copies
@@ -34,6 +35,9 @@ pub struct Snapshot {
     pub items: Vec<ReviewItem>,
     /// Enriched files that could not be read for review, with the reason.
     pub unreadable: Vec<String>,
+    /// `(api, METHOD, path)` -> index in `items` of the operation's generated description
+    /// awaiting review.
+    pending: HashMap<(String, &'static str, String), usize>,
 }
 
 impl Snapshot {
@@ -49,31 +53,42 @@ impl Snapshot {
                 Err(e) => unreadable.push(e),
             }
         }
-        for it in &mut items {
-            it.tool = catalog
-                .endpoints
-                .iter()
-                .find(|e| e.api == it.api && e.method.as_str() == it.method && e.path == it.path)
-                .map(|e| e.tool_name.clone());
+        let tools: HashMap<(&str, &str, &str), &str> = catalog
+            .endpoints
+            .iter()
+            .map(|e| {
+                (
+                    (e.api.as_str(), e.method.as_str(), e.path.as_str()),
+                    e.tool_name.as_str(),
+                )
+            })
+            .collect();
+        let mut pending = HashMap::new();
+        for (i, it) in items.iter_mut().enumerate() {
+            it.tool = tools
+                .get(&(it.api.as_str(), it.method, it.path.as_str()))
+                .map(|t| t.to_string());
+            if it.status == Status::Pending
+                && it.field == ReviewField::Description
+                && it.param.is_none()
+            {
+                pending.insert((it.api.clone(), it.method, it.path.clone()), i);
+            }
         }
+        drop(tools);
         Snapshot {
             catalog,
             sources,
             items,
             unreadable,
+            pending,
         }
     }
 
     /// `ep`'s generated description, while it awaits review.
     pub fn pending_description(&self, ep: &Endpoint) -> Option<&ReviewItem> {
-        self.items.iter().find(|i| {
-            i.status == Status::Pending
-                && i.field == ReviewField::Description
-                && i.param.is_none()
-                && i.api == ep.api
-                && i.method == ep.method.as_str()
-                && i.path == ep.path
-        })
+        let key = (ep.api.clone(), ep.method.as_str(), ep.path.clone());
+        self.pending.get(&key).and_then(|&i| self.items.get(i))
     }
 
     /// The spec file of an API.
