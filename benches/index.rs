@@ -104,10 +104,10 @@ fn main() {
         }
         "synthetic" => {
             let dir = tempfile::tempdir().expect("temp dir");
-            let spec = synthetic_spec(dir.path(), size);
+            let specs = synthetic_specs(dir.path(), size);
             run(
                 &format!("synthetic {size}"),
-                &[spec],
+                &specs,
                 &embedder,
                 given_queries.unwrap_or_else(synthetic_queries),
                 reuse.as_deref(),
@@ -149,22 +149,7 @@ impl TextEmbedder for SyntheticVectors<'_> {
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts
             .iter()
-            .map(|t| {
-                let mut s = t
-                    .bytes()
-                    .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-                    })
-                    .max(1);
-                (0..self.dim())
-                    .map(|_| {
-                        s ^= s << 13;
-                        s ^= s >> 7;
-                        s ^= s << 17;
-                        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-                    })
-                    .collect()
-            })
+            .map(|t| shortlist::index::vectors::text_seeded_row(t, self.dim()))
             .collect())
     }
 }
@@ -197,7 +182,8 @@ fn run(
     let embedded = report.embedded;
     let n = index.len();
     let disk = dir_size(data);
-    let shortlister = Shortlister::new(index, embedder_clone(), Options::default());
+    let shortlister =
+        Shortlister::new(index, embedder_clone(), Options::default()).expect("shortlister");
     // Warm up, then time every query several times over.
     for q in queries.iter().take(5) {
         let _ = shortlister.search(q, 10, None);
@@ -462,7 +448,31 @@ const DOMAINS: &[&str] = &[
 
 /// A deterministic OpenAPI 3.0 spec with `size` distinct, realistic-looking operations
 /// (up to 160,000).
+/// Operations per synthetic spec file: a catalog larger than this is written as several
+/// APIs (`synthetic-0.json`, `synthetic-1.json`, ... under path prefixes `/r1`, `/r2`), as
+/// a platform's catalog would be, and each file stays under the 64 MiB spec limit.
+const PER_FILE: usize = 100_000;
+
+/// The synthetic catalog of `size` operations: one file up to [`PER_FILE`], else several.
+fn synthetic_specs(dir: &Path, size: usize) -> Vec<PathBuf> {
+    if size <= PER_FILE {
+        return vec![synthetic_spec(dir, size)];
+    }
+    (0..size.div_ceil(PER_FILE))
+        .map(|k| {
+            let n = PER_FILE.min(size - k * PER_FILE);
+            let one = synthetic_spec_in(dir, n, &format!("/r{k}"), &format!("synthetic-{k}.json"));
+            eprintln!("wrote {} ({n} operations)", one.display());
+            one
+        })
+        .collect()
+}
+
 fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
+    synthetic_spec_in(dir, size, "", "synthetic.json")
+}
+
+fn synthetic_spec_in(dir: &Path, size: usize, prefix: &str, file: &str) -> PathBuf {
     let mut paths = Map::new();
     let mut made = 0;
     'outer: for d in DOMAINS {
@@ -473,10 +483,10 @@ fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
                         break 'outer;
                     }
                     let base = match (d.is_empty(), q.is_empty()) {
-                        (true, true) => format!("/{r}s"),
-                        (true, false) => format!("/{q}/{r}s"),
-                        (false, true) => format!("/{d}/{r}s"),
-                        (false, false) => format!("/{d}/{q}/{r}s"),
+                        (true, true) => format!("{prefix}/{r}s"),
+                        (true, false) => format!("{prefix}/{q}/{r}s"),
+                        (false, true) => format!("{prefix}/{d}/{r}s"),
+                        (false, false) => format!("{prefix}/{d}/{q}/{r}s"),
                     };
                     let path = match (*by_id, ai) {
                         (true, 6) => format!("{base}/{{{r}_id}}/export"),
@@ -514,7 +524,7 @@ fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
     }
     let spec = json!({"openapi": "3.0.0", "info": {"title": "Synthetic Enterprise API", "version": "1"},
         "servers": [{"url": "https://api.example.com"}], "paths": paths});
-    let p = dir.join("synthetic.json");
+    let p = dir.join(file);
     std::fs::write(&p, spec.to_string()).expect("write synthetic spec");
     p
 }

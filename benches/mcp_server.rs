@@ -10,6 +10,14 @@
 //!   tools (`--expose static`) versus a top-5 shortlist (the three meta-tools, the five
 //!   exposed tools, and the `find_tools` answer that exposed them).
 //!
+//! `-- --scale` measures only the tokens, on catalogs of many APIs: about 2,000 endpoints
+//! of the development suite's real specs (toolbench-dev, then socbench-dev, whole specs until
+//! 2,000 endpoints), embedded by the real model, and five renamed copies of them (about
+//! 10,000 endpoints), indexed beforehand with pseudo-random vectors so the run does not
+//! embed 10,000 texts (the queries are embedded by the real model, ranking is then mostly
+//! BM25's; the token counts depend on which five tools come back, not on how well).
+//! `SHORTLIST_BIN` runs another `shortlist` binary (an older build, side by side).
+//!
 //! Figures go to stdout as Markdown; `docs/benchmarks.md` ("MCP server") records a run.
 //! The clients here are minimal JSON-RPC writers on purpose: the point is the server's
 //! cost, not an SDK's.
@@ -30,6 +38,10 @@ fn main() {
         .unwrap_or_else(|| root.join("datasets/restbench"));
     let tokens =
         |v: &Value| shortlist::server::tokens::count_text(&compact(v)).expect("cl100k tokenizer");
+    if std::env::args().any(|a| a == "--scale") {
+        scale::run(root, &tokens);
+        return;
+    }
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
 
     let mut latency_rows = Vec::new();
@@ -49,26 +61,8 @@ fn main() {
             data.path().display().to_string(),
         ];
 
-        // The whole catalog as tools.
-        let mut all = Stdio1::start(&base, &["--expose", "static"]);
-        let listed = all.request("tools/list", json!({}));
-        let tools = listed["tools"].as_array().cloned().unwrap_or_default();
-        let endpoint_tools: Vec<Value> = tools.iter().skip(3).cloned().collect();
-        let whole = tokens(&Value::Array(endpoint_tools.clone()));
-        drop(all);
-
-        // A top-5 shortlist per query, over stdio; the cap of 5 makes the list after each
-        // find_tools exactly the three meta-tools plus that query's five.
+        let (n, whole, meta_t, five, answer) = token_counts(&base, &queries, &tokens);
         let mut stdio = Stdio1::start(&base, &["--max-tools", "5"]);
-        let (mut meta_t, mut five_t, mut answer_t) = (0usize, Vec::new(), Vec::new());
-        for q in &queries {
-            let r = stdio.request("tools/call", find_args(q));
-            answer_t.push(tokens(&Value::String(result_text(&r))));
-            let l = stdio.request("tools/list", json!({}));
-            let t = l["tools"].as_array().cloned().unwrap_or_default();
-            meta_t = tokens(&Value::Array(t.iter().take(3).cloned().collect()));
-            five_t.push(tokens(&Value::Array(t.iter().skip(3).cloned().collect())));
-        }
         let stdio_lat = time_rounds(&queries, |q| {
             stdio.request("tools/call", find_args(q));
         });
@@ -76,11 +70,8 @@ fn main() {
 
         let (session_lat, stateless_lat) = runtime.block_on(http_latencies(&base, &queries));
 
-        let five = mean(&five_t);
-        let answer = mean(&answer_t);
         token_rows.push(format!(
-            "| {name} | {} | {whole} | {meta_t} | {five:.0} | {answer:.0} | {:.0} | {:.1}x |",
-            endpoint_tools.len(),
+            "| {name} | {n} | {whole} | {meta_t} | {five:.0} | {answer:.0} | {:.0} | {:.1}x |",
             meta_t as f64 + five + answer,
             whole as f64 / (meta_t as f64 + five + answer),
         ));
@@ -106,6 +97,157 @@ fn main() {
     println!("| catalog | endpoints | whole catalog as tools | 3 meta-tools | 5 shortlisted tools (mean) | find_tools answer (mean) | top-5 total | ratio |");
     println!("|---|---|---|---|---|---|---|---|");
     token_rows.iter().for_each(|r| println!("{r}"));
+}
+
+/// The `shortlist` binary under test: this build's, or `SHORTLIST_BIN`.
+fn shortlist_bin() -> PathBuf {
+    std::env::var_os("SHORTLIST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_shortlist")))
+}
+
+/// Client-side token counts of one catalog: (endpoints, whole catalog as tools, meta-tools,
+/// mean five shortlisted tools, mean find_tools answer), over `queries`.
+fn token_counts(
+    base: &[String],
+    queries: &[String],
+    tokens: &dyn Fn(&Value) -> usize,
+) -> (usize, usize, usize, f64, f64) {
+    let mut all = Stdio1::start(base, &["--expose", "static"]);
+    let listed = all.request("tools/list", json!({}));
+    let tools = listed["tools"].as_array().cloned().unwrap_or_default();
+    let endpoint_tools: Vec<Value> = tools.iter().skip(3).cloned().collect();
+    let whole = tokens(&Value::Array(endpoint_tools.clone()));
+    drop(all);
+    // The cap of 5 makes the list after each find_tools exactly the three meta-tools plus
+    // that query's five.
+    let mut stdio = Stdio1::start(base, &["--max-tools", "5"]);
+    let (mut meta_t, mut five_t, mut answer_t) = (0usize, Vec::new(), Vec::new());
+    for q in queries {
+        let r = stdio.request("tools/call", find_args(q));
+        answer_t.push(tokens(&Value::String(result_text(&r))));
+        let l = stdio.request("tools/list", json!({}));
+        let t = l["tools"].as_array().cloned().unwrap_or_default();
+        meta_t = tokens(&Value::Array(t.iter().take(3).cloned().collect()));
+        five_t.push(tokens(&Value::Array(t.iter().skip(3).cloned().collect())));
+    }
+    (
+        endpoint_tools.len(),
+        whole,
+        meta_t,
+        mean(&five_t),
+        mean(&answer_t),
+    )
+}
+
+mod scale {
+    use super::*;
+    use shortlist::catalog::Catalog;
+    use shortlist::index::doc_text::DocVariant;
+    use shortlist::index::{catalog_index, EmbedError, Embedder, EmbedderConfig, TextEmbedder};
+
+    /// Queries per catalog.
+    const QUERIES: usize = 40;
+
+    pub fn run(root: &Path, tokens: &dyn Fn(&Value) -> usize) {
+        let work = tempfile::tempdir().expect("temp dir");
+        let two = work.path().join("dev2000");
+        let ten = work.path().join("dev10000");
+        std::fs::create_dir_all(&two).expect("mkdir");
+        std::fs::create_dir_all(&ten).expect("mkdir");
+        let mut total = 0;
+        'pick: for set in ["toolbench-dev", "socbench-dev"] {
+            let mut files: Vec<PathBuf> =
+                std::fs::read_dir(root.join("datasets").join(set).join("specs"))
+                    .expect("dev specs")
+                    .flatten()
+                    .map(|e| e.path())
+                    .collect();
+            files.sort();
+            for f in files {
+                if total >= 2000 {
+                    break 'pick;
+                }
+                let n = Catalog::load_paths(std::slice::from_ref(&f))
+                    .endpoints
+                    .len();
+                if n == 0 {
+                    continue;
+                }
+                total += n;
+                let name = format!(
+                    "{}_{}",
+                    &set[..2],
+                    f.file_name().and_then(|n| n.to_str()).unwrap_or("spec")
+                );
+                std::fs::copy(&f, two.join(&name)).expect("copy spec");
+                for c in 0..5 {
+                    std::fs::copy(&f, ten.join(format!("c{c}{name}"))).expect("copy spec");
+                }
+            }
+        }
+        let queries: Vec<String> = read_queries(&root.join("datasets/toolbench-dev/queries.jsonl"))
+            .into_iter()
+            .take(QUERIES)
+            .collect();
+        println!("| catalog | APIs | endpoints | whole catalog as tools | 3 meta-tools | 5 shortlisted tools (mean) | find_tools answer (mean) | top-5 total | share of the whole |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (label, dir, synthetic) in [
+            ("dev suite, real vectors", &two, false),
+            ("5 copies, synthetic vectors", &ten, true),
+        ] {
+            if synthetic && std::env::var_os("SHORTLIST_BIN").is_some() {
+                // Another build reads another index format; it would embed 10,000 texts.
+                continue;
+            }
+            let data = work
+                .path()
+                .join(format!("index-{}", dir.display().to_string().len()));
+            let apis = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+            if synthetic {
+                let embedder = Embedder::load(&EmbedderConfig::locate()).expect("model");
+                let catalog = Catalog::load_paths(std::slice::from_ref(dir));
+                catalog_index::build(
+                    &catalog,
+                    &data,
+                    &SyntheticVectors(&embedder),
+                    DocVariant::default(),
+                    |_, _| {},
+                )
+                .expect("index");
+            }
+            let base = vec![
+                dir.display().to_string(),
+                "--data-dir".into(),
+                data.display().to_string(),
+            ];
+            let (n, whole, meta, five, answer) = token_counts(&base, &queries, tokens);
+            let top = meta as f64 + five + answer;
+            println!(
+                "| {label} | {apis} | {n} | {whole} | {meta} | {five:.0} | {answer:.0} | {top:.0} | {:.2}% |",
+                100.0 * top / whole as f64
+            );
+        }
+    }
+
+    /// Deterministic pseudo-random unit vectors under the real model's id and dimension,
+    /// as `benches/index.rs --synthetic-vectors` writes them.
+    struct SyntheticVectors<'a>(&'a Embedder);
+
+    impl TextEmbedder for SyntheticVectors<'_> {
+        fn model_id(&self) -> &str {
+            self.0.model_id()
+        }
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            Ok(texts
+                .iter()
+                .map(|t| shortlist::index::vectors::text_seeded_row(t, self.dim()))
+                .collect())
+        }
+    }
 }
 
 /// `find_tools` call parameters.
@@ -137,7 +279,7 @@ struct Stdio1 {
 
 impl Stdio1 {
     fn start(base: &[String], extra: &[&str]) -> Stdio1 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shortlist"))
+        let mut child = Command::new(shortlist_bin())
             .arg("serve")
             .args(base)
             .args(extra)
@@ -200,7 +342,7 @@ impl Drop for Stdio1 {
 /// `find_tools` latency over HTTP: one 2025-11-25 session, then stateless 2026-07-28
 /// requests (each self-contained, as that era wants).
 async fn http_latencies(base: &[String], queries: &[String]) -> (Vec<Duration>, Vec<Duration>) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_shortlist"))
+    let mut child = tokio::process::Command::new(shortlist_bin())
         .arg("serve")
         .args(base)
         .args(["--max-tools", "5", "--http", "127.0.0.1:0"])

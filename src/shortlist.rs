@@ -19,13 +19,14 @@ pub mod explain;
 pub mod fusion;
 pub mod prereq;
 pub mod siblings;
+pub mod tables;
 pub mod tasks;
 
 pub use fusion::Fusion;
 
 use crate::catalog::Endpoint;
 use crate::index::catalog_index::EndpointIndex;
-use crate::index::{Bm25, EmbedError, Embedder, StoreError};
+use crate::index::{EmbedError, Embedder, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// Endpoints ranked beyond `k` before the
@@ -131,9 +132,7 @@ pub enum ShortlistError {
 pub struct Shortlister {
     index: EndpointIndex,
     embedder: Embedder,
-    bm25: Bm25,
-    graph: prereq::Graph,
-    siblings: siblings::Siblings,
+    tables: tables::Tables,
     options: Options,
 }
 
@@ -146,18 +145,31 @@ struct Scored {
 }
 
 impl Shortlister {
-    pub fn new(index: EndpointIndex, embedder: Embedder, options: Options) -> Shortlister {
-        let bm25 = index.lexical().clone();
-        let graph = prereq::Graph::build(index.records());
-        let siblings = siblings::Siblings::build(index.records());
-        Shortlister {
+    /// The shortlister of an index. Its ranking tables are read from the index; an index
+    /// written without them (or with another version of them) is analysed now, which
+    /// decodes every record.
+    pub fn new(
+        index: EndpointIndex,
+        embedder: Embedder,
+        options: Options,
+    ) -> Result<Shortlister, ShortlistError> {
+        let path = index.dir().join("docs.bin");
+        let tables = match tables::Tables::decode(index.extra(), index.len(), &path) {
+            Ok(Some(t)) => t,
+            stale => {
+                if let Err(e) = stale {
+                    tracing::warn!(path = %e.path.display(), reason = %e.reason, "the index's ranking tables are damaged; analysing the records again");
+                }
+                let records: Vec<Endpoint> = index.records()?.into_iter().cloned().collect();
+                tables::Tables::build(&records)
+            }
+        };
+        Ok(Shortlister {
             index,
             embedder,
-            bm25,
-            graph,
-            siblings,
+            tables,
             options,
-        }
+        })
     }
 
     pub fn index(&self) -> &EndpointIndex {
@@ -182,19 +194,30 @@ impl Shortlister {
         (self.index, self.embedder)
     }
 
-    /// The endpoint at an index position.
-    pub fn endpoint(&self, position: usize) -> &Endpoint {
-        &self.index.records()[position]
+    /// The endpoint at an index position, decoded on first use; `None` past the end or
+    /// when the index file is damaged there.
+    pub fn endpoint(&self, position: usize) -> Option<&Endpoint> {
+        self.index.record(position)
     }
 
-    /// All endpoints in index order.
-    pub fn endpoints(&self) -> &[Endpoint] {
-        self.index.records()
+    /// Number of endpoints.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the index has no endpoints.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The per-endpoint tables ranking works from (API of each endpoint, prerequisites).
+    pub fn tables(&self) -> &tables::Tables {
+        &self.tables
     }
 
     /// What the endpoint at `position` needs and who produces it.
     pub fn prerequisites(&self, position: usize) -> &[prereq::Need] {
-        self.graph.needs(position)
+        self.tables.graph.needs(position)
     }
 
     /// The top `k` endpoints for `query`, optionally only those of one API. With a cut
@@ -205,6 +228,17 @@ impl Shortlister {
         k: usize,
         api: Option<&str>,
     ) -> Result<Vec<Hit>, ShortlistError> {
+        let apis: Option<Vec<&str>> = api.map(|a| vec![a]);
+        self.search_in(query, k, apis.as_deref())
+    }
+
+    /// [`Shortlister::search`] among the endpoints of any of `apis` (all when `None`).
+    pub fn search_in(
+        &self,
+        query: &str,
+        k: usize,
+        apis: Option<&[&str]>,
+    ) -> Result<Vec<Hit>, ShortlistError> {
         if k == 0 {
             return Ok(Vec::new());
         }
@@ -214,7 +248,7 @@ impl Shortlister {
         // list that comes out short is ranked again with a longer head.
         let mut head = k + HEAD_MARGIN;
         loop {
-            let mut hits = self.rank_head(query, api, head)?;
+            let mut hits = self.rank_head(query, apis, head)?;
             if hits.len() >= k || head >= self.index.len() {
                 hits.truncate(k);
                 return Ok(hits);
@@ -226,7 +260,8 @@ impl Shortlister {
     /// Every endpoint in play (all, or one API's) ranked for `query`, cut where the options
     /// say. `search(q, k)` is the first `k` of this list, so one ranking answers every k.
     pub fn rank(&self, query: &str, api: Option<&str>) -> Result<Vec<Hit>, ShortlistError> {
-        self.rank_head(query, api, usize::MAX)
+        let apis: Option<Vec<&str>> = api.map(|a| vec![a]);
+        self.rank_head(query, apis.as_deref(), usize::MAX)
     }
 
     /// [`Shortlister::rank`] from the best `head` endpoints of the ordering (plus the
@@ -234,14 +269,12 @@ impl Shortlister {
     fn rank_head(
         &self,
         query: &str,
-        api: Option<&str>,
+        apis: Option<&[&str]>,
         head: usize,
     ) -> Result<Vec<Hit>, ShortlistError> {
         let n = self.index.len();
-        let allowed: Vec<bool> = self
-            .endpoints()
-            .iter()
-            .map(|e| api.is_none_or(|a| e.api == a))
+        let allowed: Vec<bool> = (0..n)
+            .map(|i| apis.is_none_or(|a| a.contains(&self.tables.api(i))))
             .collect();
         if n == 0 || !allowed.contains(&true) {
             return Ok(Vec::new());
@@ -293,7 +326,7 @@ impl Shortlister {
             .collect();
         if self.options.expand && chain {
             let names = expand::names_something(query);
-            hits = expand::expand(&hits, &rank_score, &self.graph, &allowed, names);
+            hits = expand::expand(&hits, &rank_score, &self.tables.graph, &allowed, names);
         }
         if let Some(ratio) = self.options.cut {
             hits = cut::cut(hits, &confidence, ratio, &part_tops);
@@ -322,12 +355,11 @@ impl Shortlister {
             }
         };
         let said = crate::index::lexical::tokenize(query);
-        weigh(o.sibling_weight, &|i| self.siblings.passed_over(i, &said));
+        let t = &self.tables;
+        weigh(o.sibling_weight, &|i| t.siblings.passed_over(i, &said));
         if chain && expand::names_something(query) {
             weigh(o.name_list_weight, &|i| {
-                self.endpoint(i).method.is_safe()
-                    && self.graph.needs(i).is_empty()
-                    && !self.graph.is_lookup(i)
+                t.safe[i] && t.graph.needs(i).is_empty() && !t.graph.is_lookup(i)
             });
         }
         weights
@@ -368,7 +400,7 @@ impl Shortlister {
         };
         let lexical = match self.options.retrieval {
             Retrieval::Dense => None,
-            _ => Some(self.bm25.scores(text)),
+            _ => Some(self.index.lexical().scores(text)),
         };
         let d = dense.as_deref().map(|d| fusion::rescale(d, allowed));
         let l = lexical.as_deref().map(|l| fusion::rescale(l, allowed));

@@ -682,7 +682,7 @@ async fn try_shows_what_a_client_receives_and_why() {
         (json!({}), "query"),
         (json!({"query": "  "}), "query"),
         (json!({"query": "x", "k": "five"}), "k"),
-        (json!({"query": "x", "api": "nope"}), "unknown api"),
+        (json!({"query": "x", "api": "nope"}), "no API matches"),
         (json!({"query": "x", "extra": 1}), "extra"),
     ] {
         let (status, e) = post_json(&srv.url("/console/api/try"), &body).await;

@@ -23,14 +23,14 @@ fn shortlister(spec: &str, dir: &Path) -> Shortlister {
     let embedder = embedder();
     let (index, _) =
         catalog_index::build(&catalog, dir, &embedder, DocVariant::default(), |_, _| {}).unwrap();
-    Shortlister::new(index, embedder, Options::default())
+    Shortlister::new(index, embedder, Options::default()).unwrap()
 }
 
 fn top(s: &Shortlister, query: &str, k: usize) -> Vec<String> {
     s.search(query, k, None)
         .unwrap()
         .iter()
-        .map(|h| s.endpoint(h.position).key())
+        .map(|h| s.endpoint(h.position).unwrap().key())
         .collect()
 }
 

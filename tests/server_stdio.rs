@@ -354,6 +354,9 @@ async fn restart_with_an_existing_index_embeds_nothing() {
         "restart took {:?}",
         started.elapsed()
     );
+    // The restart read no spec (the index records the same files), and still finds,
+    // exposes and calls endpoints with the config's base URL and credentials.
+    find_expose_call(Target::Http(&second.url("/mcp")), "legacy", &up).await;
 }
 
 /// Garbage on stdin is answered or skipped, and the next request is served.
@@ -436,4 +439,71 @@ async fn startup_reports_catalog_problems_and_serves_the_rest() {
     )
     .await;
     assert_eq!(step(&doc, 0)["isError"], false, "{doc:#}");
+}
+
+/// The API filter is free text and the meta-tools do not list the catalog: `api` matches
+/// an id or title in any spelling, a near miss is an error naming the closest APIs, and
+/// `find_tools` without a query lists the APIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_filter_matches_ids_and_titles_and_lists_on_demand() {
+    let up = upstream::start().await;
+    let fx = Fixture::with_apis(&[("tmdb", &up.base_url()), ("movies_archive", &up.base_url())]);
+    let doc = python_client(
+        Target::Stdio(fx.stdio_command(&["--expose", "meta"])),
+        "legacy",
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "tool": "find_tools", "args": {}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "api": "Movies-Archive"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "api": "TMDB"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "api": "movie_archiv"}},
+            {"op": "call", "tool": "find_tools", "args": {"api": "archive"}},
+        ]),
+    )
+    .await;
+    let find = step(&doc, 0)["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "find_tools"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let api = &find["inputSchema"]["properties"]["api"];
+    assert_eq!(api["type"], "string", "{find:#}");
+    assert!(api.get("enum").is_none() && !find.to_string().contains("movies_archive"));
+
+    let listing = &step(&doc, 1)["structuredContent"];
+    assert_eq!(listing["total"], 2, "{doc:#}");
+    assert_eq!(listing["apis"][0]["api"], "movies_archive");
+    assert_eq!(listing["apis"][0]["title"], "TMDB-shaped test upstream");
+    assert_eq!(
+        listing["apis"][1]["endpoints"],
+        listing["apis"][0]["endpoints"]
+    );
+
+    let names = |i: usize| -> Vec<String> {
+        step(&doc, i)["structuredContent"]["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|h| h["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (archive, tmdb) = (names(2), names(3));
+    assert!(!archive.is_empty() && !tmdb.is_empty(), "{doc:#}");
+    assert!(
+        archive.iter().all(|n| !tmdb.contains(n)),
+        "{archive:?} {tmdb:?}"
+    );
+
+    let miss = step(&doc, 4);
+    assert_eq!(miss["isError"], true, "{miss:#}");
+    let msg = text(miss);
+    assert!(
+        msg.contains("api='movie_archiv'") && msg.contains("closest: movies_archive"),
+        "{msg}"
+    );
+    let narrowed = &step(&doc, 5)["structuredContent"];
+    assert_eq!(narrowed["total"], 1, "{doc:#}");
+    assert_eq!(narrowed["apis"][0]["api"], "movies_archive");
 }

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod endpoint;
+pub mod fingerprint;
 pub mod naming;
 pub mod normalize;
 pub mod problem;
@@ -17,6 +18,7 @@ pub mod yaml;
 
 pub use config::{ApiConfig, AuthConfig, CatalogConfig, EnrichConfig, KeyLocation};
 pub use endpoint::*;
+pub use fingerprint::sources_digest;
 pub use problem::{Problem, Severity};
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,9 @@ pub struct Catalog {
     /// skipped.
     pub problems: Vec<Problem>,
     pub config: CatalogConfig,
+    /// [`sources_digest`] of the config, taken before any spec was read (so an edit made
+    /// while loading gives the next start another digest).
+    pub sources_digest: Option<String>,
 }
 
 /// One spec file to load and the API entry it belongs to.
@@ -52,6 +57,7 @@ pub struct SpecSource {
 impl Catalog {
     /// Loads every spec the config lists.
     pub fn load(config: &CatalogConfig) -> Catalog {
+        let sources_digest = sources_digest(config);
         let mut problems = Vec::new();
         let sources = expand_sources(config, &mut problems);
         let mut apis = Vec::new();
@@ -83,6 +89,7 @@ impl Catalog {
             endpoints,
             problems,
             config: config.clone(),
+            sources_digest,
         }
     }
 

@@ -50,7 +50,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         max_tools: usize::from(args.max_tools),
         ..ServerOptions::default()
     };
-    let state = load_state(&args.catalog, &args.model, args.variant, options)?;
+    let state = load_state(&args.catalog, &args.model, args.variant, options, false)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

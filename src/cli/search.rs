@@ -53,24 +53,27 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         retrieval: args.retrieval,
         ..Options::default()
     };
-    let shortlister = Shortlister::new(index, embedder, options);
+    let shortlister = Shortlister::new(index, embedder, options)
+        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
     let hits = shortlister.search(&args.query, args.k, args.api.as_deref())?;
     if args.json {
         let out: Vec<serde_json::Value> = hits
             .iter()
             .enumerate()
-            .map(|(rank, h)| {
-                let ep = shortlister.endpoint(h.position);
-                serde_json::json!({
+            .filter_map(|(rank, h)| {
+                let ep = shortlister.endpoint(h.position)?;
+                Some(serde_json::json!({
                     "rank": rank + 1, "score": h.score, "tool": ep.tool_name, "api": ep.api,
                     "method": ep.method.as_str(), "path": ep.path, "summary": ep.one_line(),
-                })
+                }))
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for (rank, h) in hits.iter().enumerate() {
-            let ep = shortlister.endpoint(h.position);
+            let Some(ep) = shortlister.endpoint(h.position) else {
+                continue;
+            };
             println!(
                 "{:>3}  {:.4}  {:<40}  {:<6} {:<40}  {}",
                 rank + 1,

@@ -1,16 +1,19 @@
 //! `shortlist serve`: the MCP server, over stdio (default) or HTTP.
 //!
-//! Startup loads the catalog, then brings the index up to date with it: an unchanged
-//! catalog embeds nothing (the index is only read), a changed one re-embeds only the
-//! endpoints whose text changed. Everything is reported on stderr; in stdio mode stdout
+//! Startup brings the index up to date with the catalog: when the index records the same
+//! config and spec files (paths, sizes, modification times) it is opened without reading a
+//! spec; otherwise the catalog is loaded and only the endpoints whose text changed are
+//! embedded again. Everything is reported on stderr; in stdio mode stdout
 //! carries nothing but the protocol.
 
 use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
+use shortlist::catalog::Catalog;
 use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
+use shortlist::index::BuildStats;
 use shortlist::invoke::Invoker;
 use shortlist::server::{self, Expose, HttpOptions, ServerOptions, ServerState};
 use shortlist::shortlist::{Options, Shortlister};
@@ -70,7 +73,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or(args.idle_minutes.max(1) * 60),
         ),
     };
-    let state = load_state(&args.catalog, &args.model, args.variant, options)?;
+    let state = load_state(&args.catalog, &args.model, args.variant, options, true)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -87,35 +90,57 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads the catalog, brings its index up to date and builds the server state: what
-/// `serve` and `console` both start from.
+/// Brings the catalog's index up to date and builds the server state: what `serve` and
+/// `console` both start from. With `trust_unchanged`, an index built from exactly these
+/// spec files and config (same paths, sizes, modification times) is opened without reading
+/// a spec, whose problems were reported when it was built; the console, which shows the
+/// catalog's APIs and problems, always loads the catalog.
 pub fn load_state(
     catalog_args: &super::CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
     options: ServerOptions,
+    trust_unchanged: bool,
 ) -> anyhow::Result<Arc<ServerState>> {
     let started = Instant::now();
-    let catalog = catalog_args.load()?;
-    let data_dir = catalog_args.data_dir(Some(&catalog.config))?;
-    let embedder = model.load(Some(&catalog.config))?;
-    let (index, stats) =
-        catalog_index::build(&catalog, &data_dir, &embedder, variant, |done, total| {
-            // Nothing to embed is the common case (an unchanged catalog) and says nothing.
-            if total > 0 && done == 0 {
-                eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
-            }
-        })
-        .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
+    let cfg = catalog_args.config()?;
+    let data_dir = catalog_args.data_dir(Some(&cfg))?;
+    let embedder = model.load(Some(&cfg))?;
+    let current = shortlist::catalog::sources_digest(&cfg)
+        .filter(|_| trust_unchanged)
+        .and_then(|d| catalog_index::open_if_current(&data_dir, &d, &embedder, variant));
+    let (index, catalog, stats) = match current {
+        Some(index) => {
+            let stats = BuildStats {
+                reused: index.len(),
+                ..BuildStats::default()
+            };
+            (index, Catalog::config_only(&cfg), stats)
+        }
+        None => {
+            let catalog = catalog_args.load()?;
+            let (index, stats) =
+                catalog_index::build(&catalog, &data_dir, &embedder, variant, |done, total| {
+                    // Nothing to embed is the common case (an unchanged catalog) and says
+                    // nothing.
+                    if total > 0 && done == 0 {
+                        eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
+                    }
+                })
+                .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
+            (index, catalog, stats)
+        }
+    };
+    let shortlister = Shortlister::new(index, embedder, Options::default())
+        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
     eprintln!(
         "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
-        index.len(),
-        catalog.apis.len(),
+        shortlister.len(),
+        shortlister.tables().apis.len(),
         started.elapsed().as_secs_f64(),
         stats.embedded,
         stats.reused,
     );
-    let shortlister = Shortlister::new(index, embedder, Options::default());
     let invoker = Invoker::new().context("cannot create the HTTP client")?;
     Ok(Arc::new(ServerState::new(
         shortlister,

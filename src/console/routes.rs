@@ -279,9 +279,10 @@ async fn try_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
         let mut v: Vec<String> = c
             .server()
             .shortlister()
-            .endpoints()
+            .tables()
+            .apis
             .iter()
-            .map(|e| e.api.clone())
+            .map(|(id, _)| id.clone())
             .collect();
         v.sort();
         v.dedup();

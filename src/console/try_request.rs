@@ -54,27 +54,34 @@ pub struct Tried {
 pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<Tried, String> {
     let ranked = state.rank(args).await?;
     let st = Arc::clone(state);
-    let (query, api, hits) = (
-        ranked.args.query.clone(),
-        ranked.args.api.clone(),
+    let (query, apis, hits) = (
+        ranked.args.query.clone().unwrap_or_default(),
+        ranked.apis.clone(),
         ranked.hits.clone(),
     );
     let explained = tokio::task::spawn_blocking(move || {
+        let apis: Option<Vec<&str>> = apis
+            .as_ref()
+            .map(|a| a.iter().map(String::as_str).collect());
         st.shortlister()
-            .explain(&query, api.as_deref(), &hits)
+            .explain(&query, apis.as_deref(), &hits)
             .map_err(|e| format!("explaining the ranking failed: {e}"))
     })
     .await
     .map_err(|e| format!("explaining the ranking failed: {e}"))??;
     let sl = state.shortlister();
-    let name_at = |p: usize| sl.endpoint(p).tool_name.clone();
+    let name_at = |p: usize| {
+        sl.endpoint(p)
+            .map(|e| e.tool_name.clone())
+            .unwrap_or_default()
+    };
     let mut definitions = Vec::new();
     let tools: Vec<TriedTool> = explained
         .hits
         .into_iter()
         .enumerate()
-        .map(|(i, x)| {
-            let ep = sl.endpoint(x.position);
+        .filter_map(|(i, x)| {
+            let ep = sl.endpoint(x.position)?;
             let definition = serde_json::to_value(endpoint_tool(ep)).unwrap_or(Value::Null);
             definitions.push(definition.clone());
             let (origin, why) = match &x.origin {
@@ -98,7 +105,7 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
                     ),
                 ),
             };
-            TriedTool {
+            Some(TriedTool {
                 rank: i + 1,
                 name: ep.tool_name.clone(),
                 api: ep.api.clone(),
@@ -110,12 +117,12 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
                 tokens: tokens::count_json(&definition),
                 definition,
                 explanation: x,
-            }
+            })
         })
         .collect();
     let meta = serde_json::to_value(state.meta_tools()).unwrap_or(Value::Null);
     Ok(Tried {
-        query: ranked.args.query,
+        query: ranked.args.query.unwrap_or_default(),
         k: ranked.args.k,
         api: ranked.args.api,
         tasks: explained.tasks,

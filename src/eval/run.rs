@@ -160,7 +160,7 @@ pub fn run_setting(
         dir.display()
     ));
     let (index, _) = catalog_index::build(&catalog, &dir, &embedder, config.variant, |_, _| {})?;
-    let shortlister = Shortlister::new(index, embedder, config.options.clone());
+    let shortlister = Shortlister::new(index, embedder, config.options.clone())?;
 
     let mut cases: Vec<Case> = Vec::new();
     for qf in &setting.queries {
@@ -171,12 +171,17 @@ pub fn run_setting(
         cases.extend(gold::resolve(
             &qf.path,
             &raw,
-            shortlister.endpoints(),
+            &catalog.endpoints,
             qf.bound_api.as_deref(),
         )?);
     }
     progress(&format!("ranking {} queries", cases.len()));
-    let key = |p: usize| shortlister.endpoint(p).qualified_key();
+    let key = |p: usize| {
+        shortlister
+            .endpoint(p)
+            .map(|e| e.qualified_key())
+            .unwrap_or_default()
+    };
     let max_k = config.ks.iter().copied().max().unwrap_or(10);
     let started = std::time::Instant::now();
     let mut queries = Vec::with_capacity(cases.len());
@@ -226,18 +231,8 @@ pub fn run_setting(
     };
     let report = SettingReport {
         name: setting.name.clone(),
-        apis: shortlister
-            .index()
-            .records()
-            .iter()
-            .fold(Vec::new(), |mut v: Vec<&str>, e| {
-                if !v.contains(&e.api.as_str()) {
-                    v.push(&e.api);
-                }
-                v
-            })
-            .len(),
-        endpoints: shortlister.endpoints().len(),
+        apis: shortlister.tables().apis.len(),
+        endpoints: shortlister.len(),
         variant: config.variant,
         options: config.options.clone(),
         overall,

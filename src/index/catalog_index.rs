@@ -29,6 +29,22 @@ pub fn text_version(variant: DocVariant) -> u32 {
     DOC_TEXT_VERSION * 16 + variant as u32
 }
 
+/// The index in `data_dir` if it was built from exactly these sources (the digest of
+/// the catalog's config and spec files, [`crate::catalog::sources_digest`]) with this
+/// embedder and doc-text variant, opened without loading the catalog. `None` when it may
+/// not be current: load the catalog and [`build`].
+pub fn open_if_current(
+    data_dir: &Path,
+    sources: &str,
+    embedder: &impl TextEmbedder,
+    variant: DocVariant,
+) -> Option<EndpointIndex> {
+    let index = EndpointIndex::open(data_dir).ok().flatten()?;
+    let m = index.manifest();
+    (m.sources.as_deref() == Some(sources) && index.is_compatible(embedder, text_version(variant)))
+        .then_some(index)
+}
+
 /// Builds (or incrementally updates) the index of `catalog` in `data_dir`.
 pub fn build(
     catalog: &Catalog,
@@ -37,9 +53,14 @@ pub fn build(
     variant: DocVariant,
     progress: impl FnMut(usize, usize),
 ) -> Result<(EndpointIndex, BuildStats), StoreError> {
+    // The ranking's tables are derived from the records and stored with them, so opening
+    // the index analyses nothing (crate::shortlist::tables).
+    let tables = crate::shortlist::tables::Tables::build(&catalog.endpoints).encode();
     IndexStore::build(
         data_dir,
         docs(catalog, variant),
+        tables,
+        catalog.sources_digest.clone(),
         embedder,
         text_version(variant),
         progress,

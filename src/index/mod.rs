@@ -4,7 +4,8 @@
 //! - [`embedder`] turns text into unit vectors with a local model;
 //! - [`store`] keeps records, texts and vectors in a data folder, rebuilt incrementally
 //!   and replaced atomically ([`generations`]), searched by [`vectors`];
-//! - [`lexical`] scores the same texts with BM25 for exact-word matches.
+//! - [`lexical`] scores the same texts with BM25 for exact-word matches;
+//! - [`records`] decodes the stored endpoint records on demand.
 
 pub mod binfile;
 pub mod catalog_index;
@@ -12,6 +13,7 @@ pub mod doc_text;
 pub mod embedder;
 pub mod generations;
 pub mod lexical;
+pub mod records;
 pub mod store;
 pub mod vectors;
 

@@ -4,25 +4,29 @@
 //!
 //! ```text
 //! manifest.json     format, model id, dim, doc-text version, doc count, records digest
-//! docs.bin          keys and content hashes, BM25 statistics, records, doc texts
-//!                   (binary, see super::binfile; records and texts LZ4-compressed in blocks)
+//! docs.bin          keys and content hashes, BM25 statistics, records, doc texts, and the
+//!                   ranking's tables (binary, see super::binfile; records and texts
+//!                   LZ4-compressed in blocks; the tables are opaque here, see
+//!                   crate::shortlist::tables)
 //! vectors.usearch   the unit vectors (half precision) and their HNSW graph, row i = doc i
 //! ```
 //!
 //! Opening reads these files and embeds, tokenizes and parses nothing it can avoid: the
-//! vectors are memory-mapped, BM25 is read rather than rebuilt, and the doc texts are only
-//! decompressed if someone asks for them. Building compares each doc's content hash with
+//! vectors are memory-mapped, BM25 is read rather than rebuilt, and the records and doc
+//! texts are only decompressed when someone asks for them ([`super::records`]). Building compares each doc's content hash with
 //! the previous generation and embeds only what changed, so restarting a server over an
 //! unchanged catalog costs no model time, and editing one endpoint costs one embedding.
 //!
-//! An index of the previous format (format 1: `records.json`, `vectors.f32`) is not read
-//! for search; building over it reuses its vectors, so upgrading re-embeds nothing.
+//! An index of an earlier format (format 1: `records.json`, `vectors.f32`; format 2: no
+//! ranking tables) is not read for search; building over it reuses its vectors, so
+//! upgrading re-embeds nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -32,11 +36,14 @@ use super::binfile::{self, Damaged, Reader, Writer};
 use super::embedder::{EmbedError, Embedder, BATCH_SIZE};
 use super::generations::Generations;
 use super::lexical::Bm25;
+use super::records::LazyRecords;
 use super::vectors::{VectorError, VectorIndex};
 
 /// Version of the on-disk layout. An index of another version is rebuilt (reusing the
-/// vectors of format 1), never read for search.
-pub const FORMAT_VERSION: u32 = 2;
+/// vectors of formats 1 and 2), never read for search.
+pub const FORMAT_VERSION: u32 = 3;
+/// The format before the ranking tables: same files, one section fewer in `docs.bin`.
+const FORMAT_2: u32 = 2;
 
 const MANIFEST: &str = "manifest.json";
 const DOCS: &str = "docs.bin";
@@ -141,6 +148,11 @@ pub struct Manifest {
     /// sha256 of the records' JSON, so an unchanged catalog is recognised without reading
     /// the records back.
     pub records_digest: String,
+    /// The caller's digest of what the docs were made from (for a catalog, its config and
+    /// spec files: `crate::catalog::sources_digest`), so that a start can tell the index is
+    /// current without making the docs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<String>,
 }
 
 /// Only the format, to tell an old index from a damaged one.
@@ -190,20 +202,24 @@ fn raw_hash(text: &str, doc_text_version: u32) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// An opened index: records in memory, vectors memory-mapped, addressed by doc position.
+/// An opened index: records decoded on demand, vectors memory-mapped, addressed by doc
+/// position.
 #[derive(Debug)]
 pub struct IndexStore<T> {
     dir: PathBuf,
     manifest: Manifest,
     keys: Vec<String>,
-    records: Vec<T>,
+    records: LazyRecords<T>,
     by_key: HashMap<String, usize>,
     vectors: VectorIndex,
     bm25: Bm25,
-    /// The texts, decompressed on first use from `text_section` (only tests and tools
-    /// outside search ask for them).
+    /// `docs.bin`, whose sections the records, texts and extra bytes are read from.
+    file: Arc<Vec<u8>>,
+    /// The texts, decompressed on first use from `text_range` of `file` (only tests and
+    /// tools outside search ask for them).
     texts: OnceLock<Vec<String>>,
-    text_section: Vec<u8>,
+    text_range: Range<usize>,
+    extra_range: Range<usize>,
 }
 
 /// The parts of `docs.bin`, each a length-prefixed section so a reader can skip what it
@@ -214,11 +230,18 @@ struct DocsFile<'a> {
     bm25: &'a [u8],
     records: &'a [u8],
     texts: &'a [u8],
+    /// Bytes a caller stored with the index (empty in format 2).
+    extra: &'a [u8],
 }
 
-fn read_docs_file<'a>(buf: &'a [u8], path: &'a Path) -> Result<DocsFile<'a>, Damaged> {
+/// `docs.bin` of the current format, or of format 2 when `accept_2` (to reuse its vectors).
+fn read_docs_file<'a>(
+    buf: &'a [u8],
+    path: &'a Path,
+    accept_2: bool,
+) -> Result<DocsFile<'a>, Damaged> {
     let (mut r, version) = Reader::open(buf, path, DOCS_MAGIC)?;
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && !(accept_2 && version == FORMAT_2) {
         return Err(r.damaged(format!("format {version}, expected {FORMAT_VERSION}")));
     }
     let mut ids = Reader::open_section(r.bytes()?, path);
@@ -236,6 +259,11 @@ fn read_docs_file<'a>(buf: &'a [u8], path: &'a Path) -> Result<DocsFile<'a>, Dam
     let bm25 = r.bytes()?;
     let records = r.bytes()?;
     let texts = r.bytes()?;
+    let extra = if version == FORMAT_2 {
+        &[][..]
+    } else {
+        r.bytes()?
+    };
     if !r.at_end() {
         return Err(r.damaged("trailing bytes"));
     }
@@ -245,15 +273,14 @@ fn read_docs_file<'a>(buf: &'a [u8], path: &'a Path) -> Result<DocsFile<'a>, Dam
         bm25,
         records,
         texts,
+        extra,
     })
 }
 
-fn decode_json<T: DeserializeOwned + Send>(path: &Path, section: &[u8]) -> Result<Vec<T>, Damaged> {
-    let mut r = Reader::open_section(section, path);
-    let (n, blocks) = binfile::read_blocks(&mut r)?;
-    binfile::decode_blocks(path, n, &blocks, |b| {
-        serde_json::from_slice(b).map_err(|e| e.to_string())
-    })
+/// Where `part` (a slice of `whole`) lies in it.
+fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    start..start + part.len()
 }
 
 fn decode_texts(path: &Path, section: &[u8]) -> Result<Vec<String>, Damaged> {
@@ -264,7 +291,7 @@ fn decode_texts(path: &Path, section: &[u8]) -> Result<Vec<String>, Damaged> {
     })
 }
 
-impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
+impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
     /// Opens the live generation under `data_dir` without embedding anything. `None` when
     /// there is no index yet; [`StoreError::OldFormat`] when it was written in another
     /// format (build one).
@@ -285,20 +312,27 @@ impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
         };
         let manifest = read_manifest(&dir)?;
         let path = dir.join(DOCS);
-        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-        let docs = read_docs_file(&bytes, &path)?;
+        let file = Arc::new(std::fs::read(&path).map_err(io_err(&path))?);
+        let docs = read_docs_file(&file, &path, false)?;
         if docs.keys.len() != manifest.count {
             return Err(corrupt(&path, "the doc count does not match the manifest"));
         }
-        // Start mapping the vectors and reading BM25 while the records decode.
-        let records: Vec<T> = decode_json(&path, docs.records)?;
+        let records = LazyRecords::open(&file, docs.records, &path)?;
+        if records.len() != manifest.count {
+            return Err(corrupt(
+                &path,
+                "the record count does not match the manifest",
+            ));
+        }
         let bm25 = Bm25::read(&mut Reader::open_section(docs.bm25, &path))?;
         if bm25.len() != manifest.count {
             return Err(corrupt(&path, "BM25 statistics do not match the doc count"));
         }
         let vectors = VectorIndex::open(&dir.join(VECTORS), manifest.dim, manifest.count)?;
         let keys: Vec<String> = docs.keys.iter().map(|k| k.to_string()).collect();
-        let text_section = docs.texts.to_vec();
+        let text_range = range_in(&file, docs.texts);
+        let extra_range = range_in(&file, docs.extra);
+        drop(docs);
         let by_key = keys
             .iter()
             .enumerate()
@@ -312,18 +346,24 @@ impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
             by_key,
             vectors,
             bm25,
+            file,
             texts: OnceLock::new(),
-            text_section,
+            text_range,
+            extra_range,
         }))
     }
 
     /// Builds the index for `docs`, reusing every vector of the previous generation whose
     /// content hash is unchanged (none if the model or dimension differ), and publishes it
-    /// atomically. `progress(done, total)` reports embedded docs. When nothing changed at
-    /// all, nothing is written and the live generation is returned.
+    /// atomically. `extra` is stored as it is, for the caller ([`IndexStore::extra`]), and
+    /// `sources` in the manifest ([`Manifest::sources`]).
+    /// `progress(done, total)` reports embedded docs. When nothing changed at all, nothing
+    /// is written and the live generation is returned.
     pub fn build(
         data_dir: &Path,
         docs: Vec<IndexedDoc<T>>,
+        extra: Vec<u8>,
+        sources: Option<String>,
         embedder: &impl TextEmbedder,
         doc_text_version: u32,
         mut progress: impl FnMut(usize, usize),
@@ -382,6 +422,7 @@ impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
             doc_text_version,
             count: docs.len(),
             records_digest: hex::encode(digest.finalize()),
+            sources,
         };
 
         if let Some(p) = &previous {
@@ -389,7 +430,8 @@ impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
                 && p.manifest.as_ref() == Some(&manifest)
                 && p.keys.len() == docs.len()
                 && p.keys.iter().zip(&docs).all(|(k, d)| *k == d.key)
-                && p.hashes == hashes;
+                && p.hashes == hashes
+                && p.extra == extra;
             if unchanged {
                 // Release the mapped vectors before mapping them again.
                 previous = None;
@@ -423,64 +465,45 @@ impl<T: Serialize + DeserializeOwned + Send> IndexStore<T> {
         let vectors = VectorIndex::from_rows(dim, &rows)?;
         drop(rows);
 
-        let (keys, mut texts, mut records) = (
-            Vec::with_capacity(docs.len()),
+        let (mut keys, mut texts) = (
             Vec::with_capacity(docs.len()),
             Vec::with_capacity(docs.len()),
         );
-        let mut keys = keys;
         for d in docs {
             keys.push(d.key);
             texts.push(d.text);
-            records.push(d.record);
         }
         let bm25 = Bm25::build(&texts);
-        let docs_bin = encode_docs(&keys, &hashes, &bm25, &record_json, &texts)?;
-        drop(record_json);
+        let docs_bin = encode_docs(&keys, &hashes, &bm25, &record_json, &texts, &extra)?;
+        drop((record_json, texts, keys, bm25));
 
         let pending = gens.begin().map_err(io_err(data_dir))?;
         let dir = pending.path();
         write_synced(&dir.join(DOCS), &docs_bin)?;
         vectors.write(&dir.join(VECTORS))?;
+        drop((docs_bin, vectors));
         let manifest_json =
             serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Encode(e.to_string()))?;
         write_synced(&dir.join(MANIFEST), &manifest_json)?;
-        let dir = gens.commit(pending).map_err(io_err(data_dir))?;
+        gens.commit(pending).map_err(io_err(data_dir))?;
         stats.written = true;
-
-        let by_key = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (k.clone(), i))
-            .collect();
-        let text_section = Vec::new();
-        let texts_once = OnceLock::new();
-        let _ = texts_once.set(std::mem::take(&mut texts));
-        records.shrink_to_fit();
-        Ok((
-            IndexStore {
-                dir,
-                manifest,
-                keys,
-                records,
-                by_key,
-                vectors,
-                bm25,
-                texts: texts_once,
-                text_section,
-            },
-            stats,
-        ))
+        // What was just written is opened like any index, so a server that embedded at
+        // start holds what one that did not holds: no decoded records, the vectors mapped.
+        match Self::open(data_dir)? {
+            Some(store) => Ok((store, stats)),
+            None => Err(corrupt(data_dir, "the index just written is not there")),
+        }
     }
 }
 
-/// `docs.bin`: keys and hashes, BM25, records, texts.
+/// `docs.bin`: keys and hashes, BM25, records, texts, the caller's extra bytes.
 fn encode_docs(
     keys: &[String],
     hashes: &[[u8; 32]],
     bm25: &Bm25,
     record_json: &[Vec<u8>],
     texts: &[String],
+    extra: &[u8],
 ) -> Result<Vec<u8>, StoreError> {
     let mut w = Writer::new(DOCS_MAGIC, FORMAT_VERSION);
     let mut ids = Writer::section();
@@ -507,6 +530,7 @@ fn encode_docs(
     })
     .map_err(StoreError::Encode)?;
     w.bytes(&txt.finish());
+    w.bytes(extra);
     Ok(w.finish())
 }
 
@@ -519,6 +543,8 @@ struct Previous {
     dim: usize,
     keys: Vec<String>,
     hashes: Vec<[u8; 32]>,
+    /// What the caller stored with it (empty for formats 1 and 2).
+    extra: Vec<u8>,
     rows: HashMap<[u8; 32], usize>,
     vectors: PreviousVectors,
 }
@@ -532,7 +558,7 @@ impl Previous {
     /// Anything unreadable just means there is nothing to reuse.
     fn load(gens: &Generations) -> Option<Previous> {
         let dir = gens.current().ok().flatten()?;
-        let result = Self::load_current(&dir).or_else(|e| match Self::load_v1(&dir) {
+        let result = Self::load_recent(&dir).or_else(|e| match Self::load_v1(&dir) {
             Some(p) => {
                 tracing::info!("upgrading an index of format 1: its vectors are reused");
                 Ok(p)
@@ -548,11 +574,17 @@ impl Previous {
         }
     }
 
-    fn load_current(dir: &Path) -> Result<Previous, StoreError> {
-        let manifest = read_manifest(dir)?;
+    /// The current format or format 2, whose vectors and hashes are laid out the same.
+    fn load_recent(dir: &Path) -> Result<Previous, StoreError> {
+        let path = dir.join(MANIFEST);
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e))?;
+        if manifest.format_version == FORMAT_2 {
+            tracing::info!("upgrading an index of format 2: its vectors are reused");
+        }
         let path = dir.join(DOCS);
         let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-        let docs = read_docs_file(&bytes, &path)?;
+        let docs = read_docs_file(&bytes, &path, manifest.format_version == FORMAT_2)?;
         let vectors = VectorIndex::open(&dir.join(VECTORS), manifest.dim, docs.keys.len())?;
         let rows = docs
             .hashes
@@ -565,6 +597,7 @@ impl Previous {
             dim: manifest.dim,
             manifest: Some(manifest),
             keys: docs.keys.iter().map(|k| k.to_string()).collect(),
+            extra: docs.extra.to_vec(),
             hashes: docs.hashes,
             rows,
             vectors: PreviousVectors::Store(vectors),
@@ -604,6 +637,7 @@ impl Previous {
             dim: m.dim,
             keys: Vec::new(),
             hashes: Vec::new(),
+            extra: Vec::new(),
             rows,
             vectors: PreviousVectors::Flat(data),
         })
@@ -621,6 +655,24 @@ impl Previous {
     }
 }
 
+impl<T: DeserializeOwned + Send + Sync> IndexStore<T> {
+    /// The record at doc position `i`, decoded on first use; `None` past the end or when
+    /// its block of the index file is damaged (logged).
+    pub fn record(&self, i: usize) -> Option<&T> {
+        self.records.get(i)
+    }
+
+    /// Every record in doc order (decoding them all: evaluation, static tool lists).
+    pub fn records(&self) -> Result<Vec<&T>, StoreError> {
+        Ok(self.records.all()?)
+    }
+
+    /// The record with this key.
+    pub fn get(&self, key: &str) -> Option<&T> {
+        self.position(key).and_then(|i| self.record(i))
+    }
+}
+
 impl<T> IndexStore<T> {
     /// Number of docs.
     pub fn len(&self) -> usize {
@@ -632,16 +684,16 @@ impl<T> IndexStore<T> {
         self.keys.is_empty()
     }
 
-    /// Records in doc order; search results index into this.
-    pub fn records(&self) -> &[T] {
-        &self.records
+    /// The bytes stored with the index by whoever built it (empty if none).
+    pub fn extra(&self) -> &[u8] {
+        &self.file[self.extra_range.clone()]
     }
 
-    /// Doc texts in doc order (decompressed on first use after an open).
+    /// Doc texts in doc order (decompressed on first use).
     pub fn texts(&self) -> &[String] {
         self.texts.get_or_init(|| {
             let path = self.dir.join(DOCS);
-            decode_texts(&path, &self.text_section).unwrap_or_else(|e| {
+            decode_texts(&path, &self.file[self.text_range.clone()]).unwrap_or_else(|e| {
                 tracing::warn!(path = %e.path.display(), reason = %e.reason, "cannot read the doc texts");
                 Vec::new()
             })
@@ -651,11 +703,6 @@ impl<T> IndexStore<T> {
     /// Keys in doc order.
     pub fn keys(&self) -> &[String] {
         &self.keys
-    }
-
-    /// The record with this key.
-    pub fn get(&self, key: &str) -> Option<&T> {
-        self.position(key).map(|i| &self.records[i])
     }
 
     /// The doc position of this key.

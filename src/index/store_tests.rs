@@ -96,7 +96,7 @@ fn build(
     docs: Vec<IndexedDoc<Value>>,
     e: &impl TextEmbedder,
 ) -> (IndexStore<Value>, BuildStats) {
-    IndexStore::build(dir, docs, e, 1, |_, _| {}).unwrap()
+    IndexStore::build(dir, docs, Vec::new(), None, e, 1, |_, _| {}).unwrap()
 }
 
 #[test]
@@ -106,7 +106,10 @@ fn build_then_open_round_trips_without_embedding() {
     let e = Fake::new("fake@1", 8);
     let mut calls = Vec::new();
     let (built, stats) =
-        IndexStore::build(dir.path(), catalog(), &e, 1, |d, t| calls.push((d, t))).unwrap();
+        IndexStore::build(dir.path(), catalog(), Vec::new(), None, &e, 1, |d, t| {
+            calls.push((d, t))
+        })
+        .unwrap();
     assert_eq!(
         stats,
         BuildStats {
@@ -123,7 +126,7 @@ fn build_then_open_round_trips_without_embedding() {
     assert_eq!(opened.len(), 4);
     assert_eq!(opened.keys(), built.keys());
     assert_eq!(opened.texts(), built.texts());
-    assert_eq!(opened.records(), built.records());
+    assert_eq!(opened.records().unwrap(), built.records().unwrap());
     assert_eq!(opened.manifest(), built.manifest());
     assert_eq!(
         opened.get("search_person").unwrap()["name"],
@@ -189,7 +192,7 @@ fn rebuild_embeds_only_what_changed() {
     let (_, stats) = build(dir.path(), docs, &e);
     assert_eq!((stats.embedded, stats.written), (0, true));
     let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
-    assert_eq!(opened.records()[0], json!({"changed": true}));
+    assert_eq!(*opened.records().unwrap()[0], json!({"changed": true}));
 }
 
 #[test]
@@ -206,7 +209,16 @@ fn model_dim_or_doc_text_version_change_forces_full_rebuild() {
     let (s, stats) = build(dir.path(), catalog(), &other_dim);
     assert_eq!((stats.embedded, s.vectors().dim()), (4, 16));
 
-    let (_, stats) = IndexStore::build(dir.path(), catalog(), &other_dim, 2, |_, _| {}).unwrap();
+    let (_, stats) = IndexStore::build(
+        dir.path(),
+        catalog(),
+        Vec::new(),
+        None,
+        &other_dim,
+        2,
+        |_, _| {},
+    )
+    .unwrap();
     assert_eq!(stats.embedded, 4);
 }
 
@@ -229,7 +241,7 @@ fn interrupted_writes_leave_the_previous_index_loadable() {
 
     let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
     assert_eq!(opened.dir(), good.dir());
-    assert_eq!(opened.records(), good.records());
+    assert_eq!(opened.records().unwrap(), good.records().unwrap());
 
     // The next build succeeds, reuses the live vectors and sweeps the leftovers.
     let mut docs = catalog();
@@ -259,10 +271,19 @@ fn a_failed_build_changes_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (good, _) = build(dir.path(), catalog(), &Fake::new("fake@1", 8));
-    assert!(IndexStore::build(dir.path(), catalog(), &Failing, 1, |_, _| {}).is_err());
+    assert!(IndexStore::build(
+        dir.path(),
+        catalog(),
+        Vec::new(),
+        None,
+        &Failing,
+        1,
+        |_, _| {}
+    )
+    .is_err());
     let dup = vec![doc("a", "x"), doc("a", "y")];
     assert!(
-        matches!(IndexStore::build(dir.path(), dup, &Fake::new("fake@1", 8), 1, |_, _| {}), Err(StoreError::DuplicateKey(k)) if k == "a")
+        matches!(IndexStore::build(dir.path(), dup, Vec::new(), None, &Fake::new("fake@1", 8), 1, |_, _| {}), Err(StoreError::DuplicateKey(k)) if k == "a")
     );
     let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
     assert_eq!(opened.dir(), good.dir());
@@ -386,7 +407,113 @@ fn an_index_of_format_1_is_upgraded_without_reembedding_or_losing_the_enrichment
     assert_eq!(s.search(&q, 1).unwrap()[0].0, 1);
     let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
     assert_eq!(opened.manifest().format_version, FORMAT_VERSION);
-    assert_eq!(opened.records(), s.records());
+    assert_eq!(opened.records().unwrap(), s.records().unwrap());
+}
+
+/// Rewrites the live generation under `data_dir` as format 2 wrote it: `docs.bin` without
+/// its last section (the extra bytes) and both version numbers 2.
+fn downgrade_to_format_2(data_dir: &Path) {
+    let gen = Generations::new(data_dir).current().unwrap().unwrap();
+    let bytes = std::fs::read(gen.join(DOCS)).unwrap();
+    let path = gen.join(DOCS);
+    let (mut r, _) = Reader::open(&bytes, &path, DOCS_MAGIC).unwrap();
+    let sections: Vec<&[u8]> = (0..5).map(|_| r.bytes().unwrap()).collect();
+    assert!(r.at_end());
+    let mut w = Writer::new(DOCS_MAGIC, 2);
+    for s in &sections[..4] {
+        w.bytes(s);
+    }
+    std::fs::write(&path, w.finish()).unwrap();
+    let mut m: Value = serde_json::from_slice(&std::fs::read(gen.join(MANIFEST)).unwrap()).unwrap();
+    m["format_version"] = json!(2);
+    std::fs::write(gen.join(MANIFEST), serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn an_index_of_format_2_is_upgraded_without_reembedding_or_losing_the_enrichment_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Fake::new("fake@1", 8);
+    let (built, _) = build(dir.path(), catalog(), &e);
+    drop(built);
+    downgrade_to_format_2(dir.path());
+    let cache_dir = dir.path().join("enrich-cache");
+    std::fs::create_dir_all(&cache_dir).unwrap();
+    std::fs::write(cache_dir.join("answers.jsonl"), "{\"kept\": true}\n").unwrap();
+    let before = e.count();
+
+    let err = IndexStore::<Value>::open(dir.path()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::OldFormat { found: 2, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("vectors are reused"), "{err}");
+
+    // The same docs with extra bytes: nothing embedded, a new generation of this format.
+    let (s, stats) = IndexStore::build(
+        dir.path(),
+        catalog(),
+        b"tables".to_vec(),
+        None,
+        &e,
+        1,
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!((stats.embedded, stats.reused, stats.written), (0, 4, true));
+    assert_eq!(e.count(), before);
+    assert_eq!(s.extra(), b"tables");
+    assert_eq!(
+        std::fs::read_to_string(cache_dir.join("answers.jsonl")).unwrap(),
+        "{\"kept\": true}\n"
+    );
+    let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
+    assert_eq!(opened.manifest().format_version, FORMAT_VERSION);
+    assert_eq!(opened.extra(), b"tables");
+    let records: Vec<Value> = catalog().into_iter().map(|d| d.record).collect();
+    assert_eq!(
+        opened.records().unwrap(),
+        records.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(opened.record(3), Some(&records[3]));
+    assert_eq!(opened.record(4), None);
+    // Other extra bytes are a change even when no doc changed.
+    let (_, stats) = IndexStore::build(
+        dir.path(),
+        catalog(),
+        b"tables 2".to_vec(),
+        Some("sources 1".into()),
+        &e,
+        1,
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!((stats.embedded, stats.written), (0, true));
+    let (_, stats) = IndexStore::build(
+        dir.path(),
+        catalog(),
+        b"tables 2".to_vec(),
+        Some("sources 1".into()),
+        &e,
+        1,
+        |_, _| {},
+    )
+    .unwrap();
+    assert!(!stats.written);
+    let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
+    assert_eq!(opened.manifest().sources.as_deref(), Some("sources 1"));
+    // Other sources with the same docs: a new manifest, nothing embedded.
+    let (s, stats) = IndexStore::build(
+        dir.path(),
+        catalog(),
+        b"tables 2".to_vec(),
+        Some("sources 2".into()),
+        &e,
+        1,
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!((stats.embedded, stats.written), (0, true));
+    assert_eq!(s.manifest().sources.as_deref(), Some("sources 2"));
 }
 
 /// The child half of [`sigkill_during_builds_never_breaks_the_index`]: builds forever.
@@ -401,7 +528,7 @@ fn child_build_loop() {
         let docs = (0..500)
             .map(|i| doc(&format!("op{i}"), &format!("round {} op {i}", round % 2)))
             .collect();
-        IndexStore::build(Path::new(&dir), docs, &e, 1, |_, _| {}).unwrap();
+        IndexStore::build(Path::new(&dir), docs, Vec::new(), None, &e, 1, |_, _| {}).unwrap();
     }
 }
 

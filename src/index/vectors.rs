@@ -428,6 +428,16 @@ pub fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// A pseudo-random unit vector seeded by a text's bytes (FNV-1a), so the same text always
+/// gets the same vector: the stand-in embedder of benchmarks that index catalogs too large
+/// to embed on a small machine (`--synthetic-vectors`).
+pub fn text_seeded_row(text: &str, dim: usize) -> Vec<f32> {
+    let seed = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    random_rows(1, dim, seed).pop().unwrap_or_default()
+}
+
 #[cfg(test)]
 #[path = "vectors_tests.rs"]
 pub(crate) mod tests;

@@ -165,7 +165,7 @@ pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
 
 /// Optimal string alignment distance: Levenshtein plus adjacent transpositions, so
 /// `movie_di` is one edit from `movie_id`.
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().take(128).collect();
     let b: Vec<char> = b.chars().take(128).collect();
     let w = b.len() + 1;

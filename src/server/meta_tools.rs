@@ -1,7 +1,7 @@
 //! The three meta-tools every client sees, whatever else is exposed:
 //!
-//! - `find_tools(query, k?, api?)`: shortlist endpoints for a task (and, in dynamic mode,
-//!   expose them as tools of this client);
+//! - `find_tools(query?, k?, api?)`: shortlist endpoints for a task (and, in dynamic mode,
+//!   expose them as tools of this client); without a query, list the catalog's APIs;
 //! - `describe_tool(name)`: one endpoint's full definition, on demand;
 //! - `call_tool(name, arguments)`: invoke any catalog endpoint by name.
 //!
@@ -36,18 +36,20 @@ pub fn is_meta(name: &str) -> bool {
 
 /// `find_tools` arguments. The input schema clients see is derived from this type (field
 /// docs become descriptions); [`patch_find_schema`] adds what only the running server knows.
+/// Nothing in it grows with the catalog: the API filter is free text matched by the server
+/// ([`super::apis`]), so the definitions cost the same at 10 APIs or 10,000.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindArgs {
-    /// The task, e.g. 'find the director of the movie Inception'.
-    #[serde(deserialize_with = "query_text")]
-    #[schemars(length(min = 1))]
-    pub query: String,
+    /// The task, e.g. 'find the director of the movie Inception'. Omit it to list the APIs.
+    #[serde(default, deserialize_with = "query_text")]
+    #[schemars(with = "String", length(min = 1))]
+    pub query: Option<String>,
     /// How many endpoints to return.
     #[serde(default = "default_k", deserialize_with = "count")]
     #[schemars(range(min = 1))]
     pub k: usize,
-    /// Only endpoints of this API.
+    /// Only this API: its id or title, any case, or part of it.
     #[serde(default, deserialize_with = "optional_text")]
     #[schemars(with = "String")]
     pub api: Option<String>,
@@ -81,35 +83,45 @@ fn default_k() -> usize {
 }
 
 /// The schema derived from `T`, as a tool input schema (root type object, no title).
+/// What says nothing to a model is dropped, since a client pays for every token of these
+/// definitions on every turn: `$schema` (2020-12 is MCP's default), `"default": null` of
+/// optional strings and schemars' `format: uint`.
 fn input_schema<T: JsonSchema + 'static>() -> JsonObject {
-    match schema_for_input::<T>() {
+    let mut schema = match schema_for_input::<T>() {
         Ok(s) => s.as_ref().clone(),
         // Only a type whose root is not an object fails, and the three above are structs.
         Err(e) => unreachable!("meta-tool argument type without an object schema: {e}"),
+    };
+    schema.remove("$schema");
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for p in props.values_mut().filter_map(Value::as_object_mut) {
+            if p.get("default").is_some_and(Value::is_null) {
+                p.remove("default");
+            }
+            if p.get("format").and_then(Value::as_str) == Some("uint") {
+                p.remove("format");
+            }
+        }
     }
+    schema
 }
 
-/// The runtime parts of the `find_tools` schema, the one place they are patched in: the
-/// server's bound on `k`, and the catalog's API ids offered as an enum on `api` when there
-/// is more than one.
-fn patch_find_schema(schema: &mut JsonObject, apis: &[String], max_k: usize) {
+/// The runtime part of the `find_tools` schema, the one place it is patched in: the
+/// server's bound on `k`.
+fn patch_find_schema(schema: &mut JsonObject, max_k: usize) {
     let Some(Value::Object(props)) = schema.get_mut("properties") else {
         return;
     };
     if let Some(Value::Object(k)) = props.get_mut("k") {
         k.insert("maximum".into(), json!(max_k));
     }
-    if let (Some(Value::Object(api)), true) = (props.get_mut("api"), apis.len() > 1) {
-        api.insert("enum".into(), json!(apis));
-    }
 }
 
-/// The meta-tool definitions. `apis` lists the catalog's API ids (offered as an enum for
-/// `find_tools.api` when there is more than one); `max_k` bounds `k`; `exposes` says whether
-/// `find_tools` adds tools to the client's list (dynamic mode) or only ranks.
-pub fn definitions(apis: &[String], max_k: usize, exposes: bool) -> Vec<Tool> {
+/// The meta-tool definitions. `max_k` bounds `k`; `exposes` says whether `find_tools` adds
+/// tools to the client's list (dynamic mode) or only ranks.
+pub fn definitions(max_k: usize, exposes: bool) -> Vec<Tool> {
     let mut find_schema = input_schema::<FindArgs>();
-    patch_find_schema(&mut find_schema, apis, max_k);
+    patch_find_schema(&mut find_schema, max_k);
     let find_description = if exposes {
         "Find the API endpoints for a task and add them to your tools. Describe what you want \
          to do in plain words. Returns the best matches with their required arguments; call \
@@ -205,13 +217,22 @@ fn required_text<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<String, D
     }
 }
 
-/// The task text. A description longer than [`MAX_QUERY_CHARS`] is not a query any more;
-/// bounding it bounds the ranking work one request can cause.
-fn query_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(required_text(d, "query")?
-        .chars()
-        .take(MAX_QUERY_CHARS)
-        .collect())
+/// The task text, `None` when left out (a request for the API listing). A description
+/// longer than [`MAX_QUERY_CHARS`] is not a query any more; bounding it bounds the ranking
+/// work one request can cause. An empty or blank query is an error rather than a listing:
+/// it is more likely a model's slip than a request to browse.
+fn query_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(
+        required_text(v, "query")
+            .map_err(serde::de::Error::custom)?
+            .chars()
+            .take(MAX_QUERY_CHARS)
+            .collect(),
+    ))
 }
 
 fn name_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -282,7 +303,7 @@ mod tests {
         assert_eq!(
             a,
             FindArgs {
-                query: "movies".into(),
+                query: Some("movies".into()),
                 k: 5,
                 api: None
             }
@@ -301,8 +322,15 @@ mod tests {
         );
         assert!(find_args(&obj(json!({"query": "x", "k": "3"})), 20).is_err());
         assert!(find_args(&obj(json!({"query": "x", "k": 0})), 20).is_err());
-        assert!(find_args(&obj(json!({"query": ""})), 20).is_err());
+        let e = find_args(&obj(json!({"query": " "})), 20).unwrap_err();
+        assert!(e.contains("'query'"), "{e}");
+        assert!(find_args(&obj(json!({"query": 3})), 20).is_err());
         assert!(find_args(&obj(json!({"q": "x"})), 20).is_err());
+        // No query: the API listing, optionally narrowed.
+        let a = find_args(&obj(json!({})), 20).unwrap();
+        assert_eq!((a.query, a.api), (None, None));
+        let a = find_args(&obj(json!({"query": null, "api": " pay "})), 20).unwrap();
+        assert_eq!((a.query, a.api.as_deref()), (None, Some("pay")));
     }
 
     #[test]
@@ -321,24 +349,28 @@ mod tests {
 
     #[test]
     fn definitions_are_three_valid_tools() {
-        let d = definitions(&["a".into(), "b".into()], 20, true);
+        let d = definitions(20, true);
         let names: Vec<&str> = d.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, [FIND_TOOLS, DESCRIBE_TOOL, CALL_TOOL]);
-        assert_eq!(
-            d[0].input_schema["properties"]["api"]["enum"],
-            json!(["a", "b"])
-        );
         assert_eq!(d[0].input_schema["properties"]["k"]["maximum"], json!(20));
-        // One API: nothing to choose from, no enum.
-        let d = definitions(&["a".into()], 20, true);
+        // Nothing of the catalog is in them: no enum of API ids, whatever the catalog.
         assert!(d[0].input_schema["properties"]["api"].get("enum").is_none());
+        // A client pays for these on every turn, so they stay under 500 tokens (cl100k, as
+        // `benches/mcp_server.rs` counts them in `tools/list`), in every mode.
+        let bpe = tiktoken_rs::cl100k_base().unwrap();
+        for exposes in [true, false] {
+            let text = serde_json::to_string(&definitions(20, exposes)).unwrap();
+            let tokens = bpe.encode_with_special_tokens(&text).len();
+            println!("{tokens} tokens: {text}");
+            assert!(tokens <= 500, "{tokens} tokens");
+        }
     }
 
     /// The derived schemas say what the parsers accept: the same properties, the same
     /// required ones, nothing else allowed, and the documented descriptions and bounds.
     #[test]
     fn derived_schemas_match_the_parsers() {
-        let d = definitions(&["a".into(), "b".into()], 20, true);
+        let d = definitions(20, true);
         let props = |i: usize| -> Vec<String> {
             d[i].input_schema["properties"]
                 .as_object()
@@ -348,14 +380,15 @@ mod tests {
         assert_eq!(props(0), ["query", "k", "api"]);
         assert_eq!(props(1), ["name"]);
         assert_eq!(props(2), ["name", "arguments"]);
-        for (i, required) in [
-            (0, json!(["query"])),
-            (1, json!(["name"])),
-            (2, json!(["name"])),
-        ] {
+        for (i, required) in [(0, Value::Null), (1, json!(["name"])), (2, json!(["name"]))] {
             let s = &d[i].input_schema;
             assert_eq!(s["type"], json!("object"));
-            assert_eq!(s["required"], required, "{}", d[i].name);
+            assert_eq!(
+                s.get("required").cloned().unwrap_or_default(),
+                required,
+                "{}",
+                d[i].name
+            );
             assert_eq!(s["additionalProperties"], json!(false), "{}", d[i].name);
             assert!(s.get("title").is_none());
         }

@@ -5,7 +5,7 @@
 //! - [`clients`]: each client's exposed set (capped, least recently used leave, idle
 //!   expiry) and its notification channels;
 //! - [`handler`]: the rmcp `ServerHandler`, one per connection, session or request;
-//! - [`tools`], [`meta_tools`], [`discovery`], [`outcome`]: what clients see;
+//! - [`tools`], [`meta_tools`], [`apis`], [`discovery`], [`outcome`]: what clients see;
 //! - [`memory`]: freed memory goes back to the system when clients leave;
 //! - transports: stdio ([`serve_stdio`]), streamable HTTP and legacy SSE ([`http`],
 //!   [`legacy_sse`], [`guard`]).
@@ -13,6 +13,7 @@
 //! Stdout belongs to the protocol in stdio mode: nothing here prints to it; logs go through
 //! `tracing` to stderr.
 
+pub mod apis;
 pub mod clients;
 pub mod discovery;
 pub mod guard;

@@ -5,6 +5,7 @@
 //! `Arc<ServerState>` and nothing else of weight. The operations here are the product's
 //! three verbs (list, find, call), written once for every transport and protocol era.
 
+use super::apis::ApiDirectory;
 use super::clients::{Change, ClientKey, ClientRegistry};
 use super::discovery;
 use super::meta_tools::{self, FindArgs};
@@ -53,6 +54,8 @@ impl Default for ServerOptions {
 /// A `find_tools` ranking: the arguments as read and the hits, best first.
 pub struct Ranked {
     pub args: FindArgs,
+    /// The API ids `args.api` named (`None`: every API).
+    pub apis: Option<Vec<String>>,
     pub hits: Vec<crate::shortlist::Hit>,
 }
 
@@ -71,7 +74,7 @@ pub struct ServerState {
     invoker: Invoker,
     clients: ClientRegistry,
     options: ServerOptions,
-    api_ids: Vec<String>,
+    apis: ApiDirectory,
     static_tools: OnceLock<Vec<Tool>>,
     /// Rankings running at once. Ranking is CPU work, so more of them than cores only
     /// queue inside; bounding them here keeps a burst of clients from parking one
@@ -92,21 +95,15 @@ impl ServerState {
         // The index holds the same endpoints; keeping a second copy would double the
         // largest part of the server's memory for nothing.
         catalog.endpoints = Vec::new();
-        let mut api_ids: Vec<String> = shortlister
-            .endpoints()
-            .iter()
-            .map(|e| e.api.clone())
-            .collect();
-        api_ids.dedup();
-        api_ids.sort();
-        api_ids.dedup();
+        let tables = shortlister.tables();
+        let apis = ApiDirectory::new(tables.api_of.iter().filter_map(|&a| {
+            let (id, title) = tables.apis.get(a as usize)?;
+            Some((id.as_str(), title.as_str()))
+        }));
         // Credentials in base URLs are known from the start, so no log line (of any
         // level, from any crate) shows them, even before the first call.
         let mut secrets = crate::invoke::redact::Redactor::default();
-        let servers = shortlister
-            .endpoints()
-            .iter()
-            .flat_map(|e| e.servers.first());
+        let servers = tables.credentialed_servers.iter();
         for raw in catalog
             .config
             .apis
@@ -123,7 +120,7 @@ impl ServerState {
             catalog,
             invoker,
             options,
-            api_ids,
+            apis,
             static_tools: OnceLock::new(),
             ranking: tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -141,13 +138,13 @@ impl ServerState {
 
     /// Number of endpoints served.
     pub fn endpoint_count(&self) -> usize {
-        self.shortlister.endpoints().len()
+        self.shortlister.len()
     }
 
     /// The endpoint with this tool name and its index position.
     pub fn lookup(&self, name: &str) -> Option<(usize, &Endpoint)> {
         let pos = self.shortlister.index().position(name)?;
-        Some((pos, self.shortlister.endpoint(pos)))
+        Some((pos, self.shortlister.endpoint(pos)?))
     }
 
     /// The catalog config entry of an API.
@@ -163,7 +160,7 @@ impl ServerState {
             Expose::Dynamic => {
                 // Most recently exposed last, so a growing list keeps its order.
                 for pos in self.clients.exposed(key) {
-                    tools.push(endpoint_tool(self.shortlister.endpoint(pos)));
+                    tools.extend(self.shortlister.endpoint(pos).map(endpoint_tool));
                 }
             }
             Expose::Static => tools.extend(self.static_tools().iter().cloned()),
@@ -174,21 +171,15 @@ impl ServerState {
 
     fn static_tools(&self) -> &[Tool] {
         self.static_tools.get_or_init(|| {
-            self.shortlister
-                .endpoints()
-                .iter()
-                .map(endpoint_tool)
+            (0..self.shortlister.len())
+                .filter_map(|i| self.shortlister.endpoint(i).map(endpoint_tool))
                 .collect()
         })
     }
 
     /// The three meta-tool definitions for this catalog.
     pub fn meta_tools(&self) -> Vec<Tool> {
-        meta_tools::definitions(
-            &self.api_ids,
-            self.k_limit(),
-            self.options.expose == Expose::Dynamic,
-        )
+        meta_tools::definitions(self.k_limit(), self.options.expose == Expose::Dynamic)
     }
 
     /// Largest `k` a `find_tools` call may ask for. In dynamic mode more hits than the cap
@@ -200,10 +191,26 @@ impl ServerState {
         }
     }
 
-    /// `find_tools`: ranks endpoints and, in dynamic mode, exposes them to `key`.
+    /// `find_tools`: ranks endpoints and, in dynamic mode, exposes them to `key`. Without
+    /// a query it lists the catalog's APIs instead (see [`super::apis`]).
     pub async fn find(self: &Arc<Self>, key: &ClientKey, args: &JsonObject) -> Found {
+        match meta_tools::find_args(args, self.k_limit()) {
+            Ok(FindArgs {
+                query: None, api, ..
+            }) => {
+                return match self.apis.listing(api.as_deref()) {
+                    Ok(result) => Found {
+                        result,
+                        change: Change::default(),
+                    },
+                    Err(msg) => Found::error(msg),
+                };
+            }
+            Ok(_) => {}
+            Err(msg) => return Found::error(msg),
+        }
         let (query, hits) = match self.rank(args).await {
-            Ok(Ranked { args, hits }) => (args.query, hits),
+            Ok(Ranked { args, hits, .. }) => (args.query.unwrap_or_default(), hits),
             Err(msg) => return Found::error(msg),
         };
         let dynamic = self.options.expose == Expose::Dynamic;
@@ -230,7 +237,10 @@ impl ServerState {
         };
         let values = hits
             .iter()
-            .map(|h| discovery::hit(self.shortlister.endpoint(h.position), h.score))
+            .filter_map(|h| {
+                let ep = self.shortlister.endpoint(h.position)?;
+                Some(discovery::hit(ep, h.score))
+            })
             .collect();
         Found {
             result: discovery::find_result(&query, values, dynamic, note),
@@ -244,26 +254,34 @@ impl ServerState {
     /// async workers. The error is the message a client would read.
     pub async fn rank(self: &Arc<Self>, args: &JsonObject) -> Result<Ranked, String> {
         let args = meta_tools::find_args(args, self.k_limit())?;
-        if let Some(api) = &args.api {
-            if !self.api_ids.contains(api) {
-                return Err(format!(
-                    "unknown api '{}'; the catalog has: {}",
-                    crate::text::clip_chars(api, 80),
-                    self.api_ids.join(", ")
-                ));
-            }
-        }
+        let Some(q) = args.query.clone() else {
+            return Err("'query' is required to rank endpoints".into());
+        };
+        let apis = args
+            .api
+            .as_deref()
+            .map(|a| self.apis.resolve(a))
+            .transpose()?;
         let state = Arc::clone(self);
-        let (q, k, api) = (args.query.clone(), args.k, args.api.clone());
+        let k = args.k;
         // Never closed, so acquiring only waits for a free slot.
         let Ok(_permit) = self.ranking.acquire().await else {
             return Err("ranking failed (internal error)".into());
         };
-        let ranked =
-            tokio::task::spawn_blocking(move || state.shortlister.search(&q, k, api.as_deref()))
-                .await;
+        let named = apis.clone();
+        let ranked = tokio::task::spawn_blocking(move || {
+            let apis: Option<Vec<&str>> = apis
+                .as_ref()
+                .map(|a| a.iter().map(String::as_str).collect());
+            state.shortlister.search_in(&q, k, apis.as_deref())
+        })
+        .await;
         match ranked {
-            Ok(Ok(hits)) => Ok(Ranked { args, hits }),
+            Ok(Ok(hits)) => Ok(Ranked {
+                args,
+                apis: named,
+                hits,
+            }),
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "find_tools: ranking failed");
                 Err(format!("ranking failed: {e}"))

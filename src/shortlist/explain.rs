@@ -60,13 +60,11 @@ impl Shortlister {
     pub fn explain(
         &self,
         query: &str,
-        api: Option<&str>,
+        apis: Option<&[&str]>,
         hits: &[Hit],
     ) -> Result<Explained, ShortlistError> {
-        let allowed: Vec<bool> = self
-            .endpoints()
-            .iter()
-            .map(|e| api.is_none_or(|a| e.api == a))
+        let allowed: Vec<bool> = (0..self.len())
+            .map(|i| apis.is_none_or(|a| a.contains(&self.tables.api(i))))
             .collect();
         let parts = if self.options.split {
             tasks::split(query)
@@ -95,7 +93,7 @@ impl Shortlister {
             };
             let lexical = match self.options.retrieval {
                 Retrieval::Dense => None,
-                _ => Some(self.bm25.scores(t)),
+                _ => Some(self.index.lexical().scores(t)),
             };
             let d = dense.as_deref().map(|d| fusion::rescale(d, &allowed));
             let l = lexical.as_deref().map(|l| fusion::rescale(l, &allowed));
@@ -130,14 +128,14 @@ impl Shortlister {
                     },
                 };
                 let mut weight_reasons = Vec::new();
-                if self.options.sibling_weight < 1.0 && self.siblings.passed_over(p, &said) {
+                if self.options.sibling_weight < 1.0 && self.tables.siblings.passed_over(p, &said) {
                     weight_reasons.push("the request names a sibling endpoint's last path word");
                 }
                 if names
                     && self.options.name_list_weight < 1.0
-                    && self.endpoint(p).method.is_safe()
-                    && self.graph.needs(p).is_empty()
-                    && !self.graph.is_lookup(p)
+                    && self.tables.safe[p]
+                    && self.tables.graph.needs(p).is_empty()
+                    && !self.tables.graph.is_lookup(p)
                 {
                     weight_reasons.push("the request names something: a plain list ranks lower");
                 }

@@ -30,6 +30,7 @@
 //!      returning identifiers.
 
 use crate::catalog::{Endpoint, Method, ParamLocation};
+use crate::index::binfile::{Damaged, Reader, Writer};
 use crate::index::lexical::tokenize;
 use once_cell::sync::Lazy;
 use regex::Regex;
@@ -74,14 +75,14 @@ pub struct Need {
 }
 
 /// The needs of every endpoint and which endpoints are lookups, computed once per index.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Graph {
     needs: Vec<Vec<Need>>,
     lookup: Vec<bool>,
     /// Path depth of each endpoint (literal and parameter segments).
     depth: Vec<usize>,
-    /// The API of each endpoint.
-    api: Vec<String>,
+    /// The API of each endpoint, as a number shared by the endpoints of one API.
+    api: Vec<u32>,
 }
 
 impl Graph {
@@ -106,12 +107,106 @@ impl Graph {
                 None => Vec::new(),
             })
             .collect();
+        let mut numbers: HashMap<&str, u32> = HashMap::new();
+        let api = endpoints
+            .iter()
+            .map(|e| {
+                let next = numbers.len() as u32;
+                *numbers.entry(e.api.as_str()).or_insert(next)
+            })
+            .collect();
         Graph {
             needs,
             lookup,
             depth,
-            api: endpoints.iter().map(|e| e.api.clone()).collect(),
+            api,
         }
+    }
+
+    /// Appends the graph to `w`, to be stored with the index ([`super::tables`]).
+    pub fn write(&self, w: &mut Writer) {
+        w.u64(self.needs.len() as u64);
+        for (i, needs) in self.needs.iter().enumerate() {
+            w.u32(self.api[i]);
+            w.u32(u32::from(self.lookup[i]));
+            w.u32(self.depth[i] as u32);
+            w.u64(needs.len() as u64);
+            for n in needs {
+                w.str(&n.param);
+                match &n.noun {
+                    Some(noun) => {
+                        w.u32(1);
+                        w.str(noun);
+                    }
+                    None => w.u32(0),
+                }
+                w.u32(n.evidence as u32);
+                w.u64(n.producers.len() as u64);
+                for &p in &n.producers {
+                    w.u32(p as u32);
+                }
+            }
+        }
+    }
+
+    /// Reads a graph written by [`Graph::write`]; every position it names must be below
+    /// the count it starts with.
+    pub fn read(r: &mut Reader<'_>) -> Result<Graph, Damaged> {
+        let n = r.count(20)?;
+        let mut g = Graph {
+            needs: Vec::with_capacity(n),
+            lookup: Vec::with_capacity(n),
+            depth: Vec::with_capacity(n),
+            api: Vec::with_capacity(n),
+        };
+        for _ in 0..n {
+            g.api.push(r.u32()?);
+            g.lookup.push(r.u32()? != 0);
+            g.depth.push(r.u32()? as usize);
+            let count = r.count(28)?;
+            let mut needs = Vec::with_capacity(count);
+            for _ in 0..count {
+                let param = r.str()?.to_string();
+                let noun = match r.u32()? {
+                    0 => None,
+                    _ => Some(r.str()?.to_string()),
+                };
+                let evidence = match r.u32()? {
+                    0 => Evidence::Named,
+                    1 => Evidence::About,
+                    2 => Evidence::Mentioned,
+                    3 => Evidence::Lookup,
+                    e => return Err(r.damaged(format!("unknown evidence tier {e}"))),
+                };
+                let len = r.count(4)?;
+                let mut producers = Vec::with_capacity(len);
+                for _ in 0..len {
+                    let p = r.u32()? as usize;
+                    if p >= n {
+                        return Err(r.damaged(format!("producer {p} of {n} endpoints")));
+                    }
+                    producers.push(p);
+                }
+                needs.push(Need {
+                    param,
+                    noun,
+                    producers,
+                    evidence,
+                });
+            }
+            g.needs.push(needs);
+        }
+        Ok(g)
+    }
+
+    /// Number of endpoints analysed.
+    pub fn len(&self) -> usize {
+        self.needs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.needs.is_empty()
     }
 
     /// What endpoint `position` needs.

@@ -14,11 +14,12 @@
 //! `recommendations`.
 
 use crate::catalog::Endpoint;
+use crate::index::binfile::{Damaged, Reader, Writer};
 use crate::index::lexical::tokenize;
 use std::collections::HashMap;
 
 /// For each endpoint, the words of its last segment and those of each sibling's.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Siblings {
     /// `contrasts[i]`: its own last words and, for each sibling that shares none of them,
     /// that sibling's.
@@ -26,7 +27,7 @@ pub struct Siblings {
 }
 
 /// The last path words of an endpoint and of its siblings that share none of them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Contrast {
     own: Vec<String>,
     others: Vec<Vec<String>>,
@@ -88,6 +89,62 @@ impl Siblings {
             }
         }
         Siblings { contrasts }
+    }
+
+    /// Appends the table to `w`, to be stored with the index ([`super::tables`]).
+    pub fn write(&self, w: &mut Writer) {
+        let words = |w: &mut Writer, list: &[String]| {
+            w.u64(list.len() as u64);
+            for x in list {
+                w.str(x);
+            }
+        };
+        w.u64(self.contrasts.len() as u64);
+        for c in &self.contrasts {
+            match c {
+                None => w.u32(0),
+                Some(c) => {
+                    w.u32(1);
+                    words(w, &c.own);
+                    w.u64(c.others.len() as u64);
+                    for o in &c.others {
+                        words(w, o);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads a table written by [`Siblings::write`].
+    pub fn read(r: &mut Reader<'_>) -> Result<Siblings, Damaged> {
+        fn words(r: &mut Reader<'_>) -> Result<Vec<String>, Damaged> {
+            let n = r.count(8)?;
+            (0..n).map(|_| r.str().map(str::to_string)).collect()
+        }
+        let n = r.count(4)?;
+        let mut contrasts = Vec::with_capacity(n);
+        for _ in 0..n {
+            contrasts.push(match r.u32()? {
+                0 => None,
+                _ => {
+                    let own = words(r)?;
+                    let count = r.count(8)?;
+                    let others = (0..count).map(|_| words(r)).collect::<Result<_, _>>()?;
+                    Some(Contrast { own, others })
+                }
+            });
+        }
+        Ok(Siblings { contrasts })
+    }
+
+    /// Number of endpoints in the table.
+    pub fn len(&self) -> usize {
+        self.contrasts.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.contrasts.is_empty()
     }
 
     /// Whether the request (its stemmed words) says a word that picks a sibling of
