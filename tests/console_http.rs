@@ -202,15 +202,17 @@ async fn guards_refuse_foreign_hosts_origins_and_missing_tokens() {
         &[("CONSOLE_TEST_TOKEN", token)],
     )
     .await;
-    for p in [
-        "/console/health",
-        "/console/api/health",
-        "/console/try?q=x",
-        "/",
-    ] {
+    for p in ["/console/health", "/console/api/health", "/console/try?q=x"] {
         let res = client().get(srv.url(p)).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{p}");
     }
+    let res = client()
+        .post(srv.url("/console/api/try"))
+        .json(&json!({"query": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     let res = client()
         .get(srv.url("/console/api/health"))
         .bearer_auth("wrong")
@@ -226,7 +228,57 @@ async fn guards_refuse_foreign_hosts_origins_and_missing_tokens() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert!(!res.text().await.unwrap().contains(token));
+
+    // A browser is sent to the login page, signs in once, and carries a cookie after.
+    let cookie = sign_in(&srv, token).await;
+    let res = client()
+        .get(srv.url("/console/api/health"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
     assert!(!srv.log().contains(token));
+}
+
+/// Signs in at `/console/login` as a browser would; returns the `Cookie` header to send.
+async fn sign_in(srv: &Server, token: &str) -> String {
+    let res = client()
+        .get(srv.url("/console/health"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/console/login");
+    let (status, form) = get_text(&srv.url("/console/login")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(form.contains("name=\"token\""));
+    let post = |t: &str, origin: &str| {
+        client()
+            .post(srv.url("/console/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", origin.to_string())
+            .body(format!("token={t}"))
+            .send()
+    };
+    let own = format!("http://127.0.0.1:{}", srv.port);
+    let res = post("wrong", &own).await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    assert!(res.headers().get("set-cookie").is_none());
+    let res = post(token, "http://evil.example").await.unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::FORBIDDEN,
+        "no sign-in from another site"
+    );
+    let res = post(token, &own).await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(set.contains(part), "{set}");
+    }
+    set.split(';').next().unwrap().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,6 +323,25 @@ async fn serve_http_has_the_console_behind_the_same_guards() {
     assert_eq!(res.status(), StatusCode::OK);
     let tried: Value = res.json().await.unwrap();
     assert_eq!(tried["tools"][0]["name"], "tmdb__searchMovie", "{tried:#}");
+
+    // The console's cookie opens the console, not MCP.
+    let cookie = sign_in(&srv, token).await;
+    let res = client()
+        .get(srv.url("/console/review"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    for p in ["/mcp", "/sse"] {
+        let res = client()
+            .get(srv.url(p))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{p}");
+    }
 }
 
 /// The review item for (api, path, param, field) from the JSON listing.

@@ -7,13 +7,15 @@
 //! - [`try_request`]: the shortlist a client would get for a request, each tool's score
 //!   explained, its token cost and its definition as sent;
 //! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
-//!   endpoints behind them (documented in `docs/console.md`).
+//!   endpoints behind them (documented in `docs/console.md`); [`login`]: the token as a
+//!   cookie, for browsers.
 //!
 //! It is served by `shortlist console` and under `/console` of `shortlist serve --http`,
 //! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token).
 
 pub mod health;
 pub mod html;
+pub mod login;
 pub mod pages;
 pub mod review;
 pub mod review_write;

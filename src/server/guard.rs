@@ -57,6 +57,31 @@ impl Guard {
             == 0
     }
 
+    /// Whether a token is required at all.
+    pub fn requires_token(&self) -> bool {
+        self.token_digest.is_some()
+    }
+
+    /// Whether `token` is the server's token (constant time, as for the header). A server
+    /// without a token accepts none: there is nothing to log in to.
+    pub fn token_matches(&self, token: &str) -> bool {
+        let Some(expected) = &self.token_digest else {
+            return false;
+        };
+        let given: [u8; 32] = Sha256::digest(format!("Bearer {token}")).into();
+        given
+            .iter()
+            .zip(expected.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+
+    /// Whether the request's `Authorization` header carries the token (always true
+    /// without one).
+    pub fn header_authorized(&self, req: &Request) -> bool {
+        self.authorized(req)
+    }
+
     /// Whether the `Host` header names this server.
     pub fn host_allowed(&self, req: &Request) -> bool {
         if self.allowed_hosts.is_empty() {

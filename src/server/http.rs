@@ -92,37 +92,47 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
             guard.clone(),
             require_origin,
         ))
-        .merge(legacy)
-        .merge(console_routes(state_for_console, &guard));
-    if opts.auth_token.is_some() {
-        app.layer(axum::middleware::from_fn_with_state(guard, require_token))
+        .merge(legacy);
+    let app = if opts.auth_token.is_some() {
+        app.layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            require_token,
+        ))
     } else {
         app
-    }
+    };
+    app.merge(console_routes(state_for_console, &guard))
 }
 
-/// The console's pages under `/console`, behind the `Host` and `Origin` checks (the token
-/// check wraps every route).
+/// The console's pages under `/console`, behind the `Host` and `Origin` checks and, when
+/// the server has a token, the console's token check (the header, or the cookie its login
+/// page sets).
 fn console_routes(state: Arc<ServerState>, guard: &Guard) -> Router {
-    crate::console::routes::router(crate::console::Console::new(state)).layer(
-        axum::middleware::from_fn_with_state(guard.clone(), require_host),
-    )
+    use crate::console::{login, routes, Console};
+    let app = routes::router(Console::new(state)).merge(login::router(guard.clone()));
+    let app = if guard.requires_token() {
+        app.layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            login::require_token,
+        ))
+    } else {
+        app
+    };
+    app.layer(axum::middleware::from_fn_with_state(
+        guard.clone(),
+        require_host,
+    ))
 }
 
 /// The router of `shortlist console`: the console alone, `/` leading to it.
 pub fn console_router(state: Arc<ServerState>, opts: &HttpOptions) -> Router {
     let guard = Guard::new(opts.auth_token.as_deref(), opts.hosts());
-    let app = console_routes(state, &guard).route(
+    // `/` only redirects, so it needs no token: the page it leads to asks for one.
+    console_routes(state, &guard).route(
         "/",
-        get(|| async { axum::response::Redirect::to("/console/health") }).layer(
-            axum::middleware::from_fn_with_state(guard.clone(), require_host),
-        ),
-    );
-    if opts.auth_token.is_some() {
-        app.layer(axum::middleware::from_fn_with_state(guard, require_token))
-    } else {
-        app
-    }
+        get(|| async { axum::response::Redirect::to("/console/health") })
+            .layer(axum::middleware::from_fn_with_state(guard, require_host)),
+    )
 }
 
 /// rmcp answers a session `DELETE` with 202 Accepted; clients (the Python SDK among them)
