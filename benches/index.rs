@@ -189,6 +189,7 @@ fn run(
         let _ = shortlister.search(q, 10, None);
     }
     let mut times = Vec::new();
+    let cpu_before = process_cpu_seconds();
     for _ in 0..3 {
         for q in &queries {
             let t = Instant::now();
@@ -196,6 +197,15 @@ fn run(
             times.push(t.elapsed());
             assert!(!hits.is_empty());
         }
+    }
+    // On a shared machine wall times swing with the neighbours' load; the CPU a query
+    // costs (every thread of the process) is the steadier figure to compare.
+    if let (Some(a), Some(b)) = (cpu_before, process_cpu_seconds()) {
+        eprintln!(
+            "{name}: {:.2} ms of CPU per query ({} timed queries)",
+            (b - a) * 1e3 / times.len().max(1) as f64,
+            times.len()
+        );
     }
     times.sort();
     let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
@@ -321,6 +331,18 @@ fn dir_size(p: &Path) -> u64 {
         }
     }
     total
+}
+
+/// CPU time of this process so far (user + system, every thread), from `/proc/self/stat`;
+/// `None` where that file does not exist.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// The `query` field of every JSON line of `file` (none if it cannot be read).

@@ -452,15 +452,19 @@ impl Embedder {
         Ok(embedder)
     }
 
-    /// Embeds texts in batches of [`BATCH_SIZE`]; one L2-normalised vector per text, in order.
+    /// Embeds texts in batches of texts of similar length ([`length_batches`]); one
+    /// L2-normalised vector per text, in the order given.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(BATCH_SIZE) {
-            let refs: Vec<&str> = chunk
-                .iter()
-                .map(|t| crate::text::clip_bytes(t, MAX_TEXT_BYTES))
-                .collect();
-            out.extend(self.embed_batch(&refs)?);
+        let clipped: Vec<&str> = texts
+            .iter()
+            .map(|t| crate::text::clip_bytes(t, MAX_TEXT_BYTES))
+            .collect();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in length_batches(&clipped) {
+            let refs: Vec<&str> = batch.iter().map(|&i| clipped[i]).collect();
+            for (i, v) in batch.into_iter().zip(self.embed_batch(&refs)?) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }
@@ -515,6 +519,33 @@ impl Embedder {
         Ok(vectors)
     }
 }
+
+/// Positions of `texts` grouped into batches of at most [`BATCH_SIZE`] whose longest text
+/// is at most twice its shortest (plus [`LENGTH_SLACK`] bytes). A batch is padded to its
+/// longest text, so a request embedded with its task parts in one batch paid for every
+/// short part at the length of the whole request; grouping by length keeps the padding
+/// small at the price of an extra runtime call now and then.
+fn length_batches(texts: &[&str]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| texts[i].len());
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut shortest = 0;
+    for i in order {
+        let len = texts[i].len();
+        match batches.last_mut() {
+            Some(b) if b.len() < BATCH_SIZE && len <= 2 * shortest + LENGTH_SLACK => b.push(i),
+            _ => {
+                shortest = len;
+                batches.push(vec![i]);
+            }
+        }
+    }
+    batches
+}
+
+/// Bytes a batch's longest text may exceed twice its shortest: a few words of padding cost
+/// less than another runtime call.
+const LENGTH_SLACK: usize = 48;
 
 /// `<name>@<12 hex of sha256(model.onnx, tokenizer.json)>/<pooling>/<max_length>`: the
 /// tokenizer and truncation length change embeddings as surely as the weights do.
@@ -761,6 +792,62 @@ mod tests {
         assert!(v
             .iter()
             .all(|x| x.len() == e.dim() && x.iter().all(|f| f.is_finite())));
+    }
+
+    #[test]
+    fn length_batches_keep_every_text_once_and_group_similar_lengths() {
+        let whole = "find the invoices of a customer, then email each of them a reminder and mark them as sent today";
+        let texts = [
+            whole,
+            "find the invoices",
+            "email a reminder",
+            "mark them as sent",
+            "x",
+        ];
+        let batches = length_batches(&texts);
+        let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3, 4]);
+        // The long request is not padded onto the short parts' batch.
+        let with_whole = batches.iter().find(|b| b.contains(&0)).unwrap();
+        assert_eq!(with_whole, &vec![0]);
+        let parts = batches.iter().find(|b| b.contains(&1)).unwrap();
+        assert!(parts.contains(&2) && parts.contains(&3));
+        // Many texts of one length still fill batches of BATCH_SIZE.
+        let same: Vec<&str> = vec!["the same length"; 2 * BATCH_SIZE + 1];
+        let sizes: Vec<usize> = length_batches(&same).iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![BATCH_SIZE, BATCH_SIZE, 1]);
+        assert!(length_batches(&[]).is_empty());
+    }
+
+    /// A long request with its task parts, as ranking embeds them, in one padded batch
+    /// against length batches, on the same texts in one run: `cargo test --release --lib --
+    /// --ignored --nocapture request_batch_timing`.
+    #[test]
+    #[ignore]
+    fn request_batch_timing() {
+        let e = Embedder::load(&EmbedderConfig::locate()).unwrap();
+        let request = "I run a small bakery. Find the supplier invoices that are overdue, \
+            email each supplier a payment reminder, then record the payment date in the \
+            ledger; also list the flour deliveries expected next week and cancel the one \
+            from the supplier that was late twice, and finally send me a summary report.";
+        let mut texts = vec![request.to_string()];
+        texts.extend(crate::shortlist::tasks::split(request));
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        println!("{} texts, batches {:?}", texts.len(), length_batches(&refs));
+        for round in 0..3 {
+            let t = Instant::now();
+            for _ in 0..20 {
+                e.embed_batch(&refs).unwrap();
+            }
+            let padded = t.elapsed() / 20;
+            let t = Instant::now();
+            for _ in 0..20 {
+                e.embed(&texts).unwrap();
+            }
+            let grouped = t.elapsed() / 20;
+            println!("round {round}: one padded batch {padded:?}, length batches {grouped:?}");
+        }
     }
 
     /// Timings for the report: `cargo test --release -- --ignored --nocapture embed_timing`.
