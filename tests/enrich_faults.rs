@@ -44,6 +44,11 @@ fn run_llm(server: &FaultLlm, spec: &Path, extra: &[&str]) -> Run {
         "--json",
         "--concurrency",
         "1",
+        // The fault server answers the per-task templates; batching is tested against the
+        // real model (enrich_llm.rs).
+        "--per-task",
+        "--check",
+        "off",
         "--data-dir",
         data.to_str().unwrap(),
     ];
@@ -262,6 +267,9 @@ fn a_refused_key_stops_the_run_without_leaking_it() {
             MODEL,
             "--api-key-env",
             "SHORTLIST_TEST_KEY",
+            "--per-task",
+            "--check",
+            "off",
         ])
         .args(["--data-dir", data.to_str().unwrap(), spec.to_str().unwrap()])
         .env("SHORTLIST_TEST_KEY", key)
@@ -340,6 +348,9 @@ fn a_killed_run_resumes_without_losing_finished_work() {
             "1",
             "--timeout",
             "300",
+            "--per-task",
+            "--check",
+            "off",
         ])
         .args([
             "--tasks",
@@ -407,6 +418,7 @@ fn sigkill_at_random_points_loses_no_finished_work() {
         shortlist()
             .args(["enrich", "--llm-url", &server.url, "--llm-model", MODEL])
             .args(["--concurrency", "1", "--tasks", "description,summary"])
+            .args(["--per-task", "--check", "off"])
             .args(["--data-dir", data.to_str().unwrap(), spec.to_str().unwrap()])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -25,7 +25,7 @@ fn two_endpoint_spec() -> Value {
 const LABEL_HASH_LEN: usize = 8;
 
 #[test]
-fn smollm2_enriches_a_small_spec_end_to_end() {
+fn smollm2_enriches_a_small_spec_end_to_end_one_task_per_request() {
     let server = llm::LocalLlm::start();
     let dir = tempfile::tempdir().unwrap();
     let spec = write_json(dir.path(), "movies.json", &two_endpoint_spec());
@@ -42,6 +42,9 @@ fn smollm2_enriches_a_small_spec_end_to_end() {
             "--max-tokens",
             "128",
             "--json",
+            "--per-task",
+            "--check",
+            "off",
             "--data-dir",
             data.to_str().unwrap(),
         ];
@@ -198,4 +201,134 @@ fn check_provenance(p: &shortlist::catalog::Provenance, template: &str) {
         }
         other => panic!("unexpected generator {other}"),
     }
+}
+
+/// The default path: both endpoints in one batched request (all tasks in one answer, the
+/// answer constrained by a JSON schema), every generated text through the retrieval checks,
+/// each verdict in its marker; then the same generated output applied unchecked, from the
+/// cache.
+#[test]
+fn smollm2_batched_and_checked_then_the_same_output_unchecked() {
+    let server = llm::LocalLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_json(dir.path(), "movies.json", &two_endpoint_spec());
+    let data = dir.path().join("data");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--llm-url",
+            &server.url,
+            "--llm-model",
+            llm::MODEL,
+            "--concurrency",
+            "1",
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(spec.to_str().unwrap());
+        let r = enrich(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r
+    };
+
+    // --dry-run prints the batched request and sends nothing.
+    let dry = run(&["--dry-run"]);
+    assert!(dry.stdout.contains("[e1] GET"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("[e2] GET"), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("1 request(s) for 2 endpoint(s)"),
+        "{}",
+        dry.stdout
+    );
+    assert!(!enriched_path(&spec).exists(), "a dry run writes nothing");
+
+    let first = run(&[]).summary();
+    let requests = first["requests"].as_u64().unwrap();
+    // One batched request, plus at most one request of corrections and two halves.
+    assert!((1..=4).contains(&requests), "{first}");
+    assert!(first["prompt_tokens"].as_u64().unwrap() > 0);
+    let copy = enriched_path(&spec);
+    let checked = read_json(&copy);
+    let rejected: Vec<String> = serde_json::from_value(first["rejected"].clone()).unwrap();
+    let mut verdicts = 0;
+    for path in ["/movie/{movie_id}/credits", "/search/movie"] {
+        let o = op(&checked, path, "get");
+        for (field, marker) in [
+            ("description", "description"),
+            ("x-shortlist-description", "description"),
+            ("x-shortlist-summary", "summary"),
+            ("x-shortlist-questions", "questions"),
+        ] {
+            let entry = &o["x-shortlist-generated"][marker];
+            if entry["generator"] != llm::MODEL {
+                continue;
+            }
+            let (name, hash) = entry["template"].as_str().unwrap().split_once('@').unwrap();
+            assert_eq!((name, hash.len()), ("endpoint-batch", LABEL_HASH_LEN));
+            let check = &entry["check"];
+            match check["passed"].as_bool() {
+                Some(true) => {
+                    if marker != "description" || o.get(field).is_some() {
+                        verdicts += 1;
+                    }
+                }
+                Some(false) => {
+                    // Refused: not written where the index reads it, the reason and the
+                    // value kept for the reviewer, and reported.
+                    assert!(o.get(field).is_none() || field == "description", "{o}");
+                    assert!(!check["reason"].as_str().unwrap().is_empty(), "{check}");
+                    assert!(!check["value"].is_null(), "{check}");
+                    assert!(
+                        rejected
+                            .iter()
+                            .any(|r| r.contains(path) && r.contains(marker)),
+                        "{rejected:?}"
+                    );
+                    verdicts += 1;
+                }
+                None => panic!("a generated {marker} without a check record: {entry}"),
+            }
+        }
+        // Examples keep their schema.
+        let c = Catalog::load_paths(std::slice::from_ref(&spec));
+        for ep in &c.endpoints {
+            for p in &ep.parameters {
+                if let Some(ex) = &p.example {
+                    assert!(schema_check::check(&p.schema, ex).is_empty(), "{ex}");
+                }
+            }
+            // A refused text is the provenance of nothing the loader shows.
+            if let Some(prov) = &ep.description_provenance {
+                assert!(ep.description.is_some(), "{prov:?}");
+            }
+        }
+    }
+    assert!(verdicts > 0, "no generated text was checked: {checked}");
+
+    // The same generated output, unchecked: from the cache, no request; every text the
+    // checks refused is now written.
+    let second = run(&["--check", "off"]).summary();
+    assert_eq!(second["requests"], 0, "{second}");
+    let unchecked = read_json(&copy);
+    for r in &rejected {
+        let path = if r.contains("/search/movie") {
+            "/search/movie"
+        } else {
+            "/movie/{movie_id}/credits"
+        };
+        let o = op(&unchecked, path, "get");
+        let m = o["x-shortlist-generated"].as_object().unwrap();
+        assert!(m.values().all(|e| e.get("check").is_none()), "{o}");
+        if r.contains(": summary:") {
+            assert!(o.get("x-shortlist-summary").is_some(), "{o}");
+        }
+        if r.contains(": questions:") {
+            assert!(o.get("x-shortlist-questions").is_some(), "{o}");
+        }
+    }
+    // Checked again: the same copy as the first time, still without a request.
+    let third = run(&[]).summary();
+    assert_eq!(third["requests"], 0, "{third}");
+    assert_eq!(read_json(&copy), checked);
 }

@@ -289,8 +289,14 @@ pub fn pick_description(
 
 /// Reads the provenance marker that the enricher writes: `x-shortlist-generated:
 /// {description: {generator, template, date}, ...}`.
+///
+/// An entry whose retrieval check failed (`check: {"passed": false, ...}`) records a value
+/// that was refused and not written: it is the provenance of nothing shown.
 pub fn provenance(marker: Option<&Value>, field: &str) -> Option<Provenance> {
     let m = marker?.get(field)?;
+    if m.pointer("/check/passed") == Some(&Value::Bool(false)) {
+        return None;
+    }
     Some(Provenance {
         generator: m.get("generator")?.as_str()?.to_string(),
         template: m

@@ -72,6 +72,38 @@ pub struct EnrichArgs {
     /// Ask again where the cache remembers that the model gave no usable answer.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Endpoints of one API asked in one request (all their tasks in one answer).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub batch: usize,
+    /// Estimated prompt plus answer tokens of a batched request at most: keep it under the
+    /// server's context (a small local model's is often 2048).
+    #[arg(long, value_name = "N", default_value_t = 1900)]
+    pub batch_tokens: usize,
+    /// Ask each task of each endpoint in a request of its own (the per-task templates).
+    #[arg(long, conflicts_with = "batch")]
+    pub per_task: bool,
+    /// Print the requests that would be sent (the cache's answers left out) with their
+    /// estimated tokens, and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Retrieval checks on generated descriptions, summaries and questions: a text that
+    /// does not make its endpoint easier to find is not indexed, and its marker says why
+    /// (`off` writes every generated text unchecked).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub check: bool,
+    /// A checked text must rank its own endpoint within this many of the catalog.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub check_top: usize,
+    /// Two endpoints' generated texts of one field at least this similar (cosine) are
+    /// near-duplicates and fail (above 1: never).
+    #[arg(long, value_name = "COSINE", default_value_t = 0.95)]
+    pub check_duplicate: f32,
+    /// A checked text must add a distinctive word to its endpoint's text.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub check_new_words: bool,
+    /// Embedding model folder for the checks [default: as `shortlist index` finds it].
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +111,18 @@ pub struct EnrichArgs {
     /// (operationId, method, path, parameter names and types) into DIR.
     #[arg(long, value_name = "DIR")]
     pub degrade: Option<PathBuf>,
+    /// With --degrade: give each operation back its own summary and description (the
+    /// oracle of an enrichment measurement: what a perfect enricher could recover).
+    #[arg(long, requires = "degrade")]
+    pub keep_endpoint_texts: bool,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("{s:?} is neither on nor off")),
+    }
 }
 
 pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
@@ -92,7 +136,7 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the catalog holds no spec file");
     }
     if let Some(dir) = &args.degrade {
-        return degrade(&sources, dir);
+        return degrade(&sources, dir, args.keep_endpoint_texts);
     }
     let opts = options(&args, &cfg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -110,30 +154,60 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
         );
         b
     });
-    let on_progress = |p: Progress<'_>| match p {
-        Progress::Start { endpoints } => {
-            if let Some(b) = &bar {
-                b.set_length(endpoints as u64);
-            }
-        }
-        Progress::Done { label, failures } => {
-            for f in failures {
-                let line = format!("failed: {label}: {f}");
-                match &bar {
-                    Some(b) => b.println(line),
-                    None => eprintln!("{line}"),
+    let tally = std::sync::Mutex::new(Tally::default());
+    let on_progress = |p: Progress<'_>| {
+        let Ok(mut t) = tally.lock() else { return };
+        match p {
+            Progress::Start { endpoints } => {
+                t.total = endpoints;
+                t.started = Some(std::time::Instant::now());
+                if let Some(b) = &bar {
+                    b.set_length(endpoints as u64);
                 }
             }
-            if let Some(b) = &bar {
-                b.inc(1);
+            Progress::Done { label, failures } => {
+                for f in failures {
+                    let line = format!("failed: {label}: {f}");
+                    match &bar {
+                        Some(b) => b.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                }
+                t.done += 1;
+                t.failed += usize::from(!failures.is_empty());
+                match &bar {
+                    Some(b) => {
+                        b.inc(1);
+                        b.set_message(format!("{} failed", t.failed));
+                    }
+                    None => t.report(),
+                }
             }
         }
     };
-    let result = runtime.block_on(en::enrich(&sources, &opts, &on_progress));
+    let by_model = matches!(opts.generator, Generator::Llm(_));
+    let embedder =
+        match opts.check.is_some() && by_model && !opts.dry_run {
+            true => {
+                let given = shortlist::index::ModelOptions {
+                    model_dir: args.model_dir.clone(),
+                    ..Default::default()
+                };
+                let config = shortlist::index::EmbedderConfig::locate_with(&given);
+                Some(shortlist::index::Embedder::load(&config).context(
+                    "the retrieval checks need the embedding model (or pass --check off)",
+                )?)
+            }
+            false => None,
+        };
+    let result = runtime.block_on(en::enrich(&sources, &opts, embedder.as_ref(), &on_progress));
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
     let summary = result?;
+    if opts.dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
     report(&summary, matches!(opts.generator, Generator::Llm(_)));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&summary))?);
@@ -143,6 +217,31 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// Progress as lines on stderr when it is not a terminal (a log file): endpoints done,
+/// endpoints with a failure, and the time left at the rate so far, every 10 endpoints.
+#[derive(Default)]
+struct Tally {
+    total: usize,
+    done: usize,
+    failed: usize,
+    started: Option<std::time::Instant>,
+}
+
+impl Tally {
+    fn report(&self) {
+        if self.done % 10 != 0 && self.done != self.total {
+            return;
+        }
+        let secs = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let left = self.total.saturating_sub(self.done) as f64;
+        let eta = secs / self.done.max(1) as f64 * left;
+        eprintln!(
+            "enriched {}/{} endpoints, {} with failures, {:.0} s so far, eta {:.0} s",
+            self.done, self.total, self.failed, secs, eta
+        );
+    }
 }
 
 /// Flags first, then the config's `[enrich]` table, then defaults.
@@ -201,6 +300,16 @@ fn options(args: &EnrichArgs, cfg: &CatalogConfig) -> anyhow::Result<EnrichOptio
         concurrency: args.concurrency.or(concurrency).unwrap_or(4).max(1),
         max_tokens: args.max_tokens.max(16),
         retry_failed: args.retry_failed,
+        batch: (!args.per_task).then_some(en::batch::BatchLimits {
+            endpoints: args.batch.max(1),
+            tokens: args.batch_tokens.max(256),
+        }),
+        dry_run: args.dry_run,
+        check: args.check.then_some(en::check::CheckConfig {
+            top: args.check_top.max(1),
+            duplicate: args.check_duplicate,
+            new_words: args.check_new_words,
+        }),
     })
 }
 
@@ -212,6 +321,9 @@ fn report(s: &Summary, llm: bool) {
     }
     for d in &s.dropped_examples {
         eprintln!("dropped example: {d}");
+    }
+    for r in &s.rejected {
+        eprintln!("not indexed: {r}");
     }
     let both = add(&s.by_llm, &s.by_heuristic);
     eprintln!(
@@ -242,6 +354,12 @@ fn report(s: &Summary, llm: bool) {
     } else {
         eprintln!("heuristic enricher: summaries and questions need an LLM (--llm-url)");
     }
+    if !s.rejected.is_empty() {
+        eprintln!(
+            "{} generated text(s) failed the retrieval checks and were not indexed (reasons in their markers)",
+            s.rejected.len()
+        );
+    }
     for p in written {
         eprintln!("wrote {}", p.display());
     }
@@ -258,7 +376,11 @@ fn add(a: &Counts, b: &Counts) -> Counts {
 }
 
 /// `--degrade DIR`: a minimal-metadata copy of each spec, same file name, in `dir`.
-fn degrade(sources: &[catalog::SpecSource], dir: &Path) -> anyhow::Result<ExitCode> {
+fn degrade(
+    sources: &[catalog::SpecSource],
+    dir: &Path,
+    keep_endpoint_texts: bool,
+) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("{}: cannot create folder", dir.display()))?;
     let mut failed = false;
@@ -280,7 +402,11 @@ fn degrade(sources: &[catalog::SpecSource], dir: &Path) -> anyhow::Result<ExitCo
             continue;
         }
         let result = en::spec_file::read(&src.original).and_then(|mut spec| {
-            en::degrade::degrade(&mut spec.doc);
+            if keep_endpoint_texts {
+                en::degrade::degrade_keeping_endpoint_texts(&mut spec.doc);
+            } else {
+                en::degrade::degrade(&mut spec.doc);
+            }
             en::spec_file::write(&target, &spec.doc)
         });
         match result {

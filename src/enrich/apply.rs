@@ -85,6 +85,69 @@ pub fn set_op_field(
     Ok(())
 }
 
+/// Sets a field of an operation with its retrieval check's record in the marker entry
+/// (`{"passed": true}`; `None`: not checked).
+#[allow(clippy::too_many_arguments)]
+pub fn set_op_field_checked(
+    doc: &mut Value,
+    family: Family,
+    route: &str,
+    method: Method,
+    field: Field,
+    value: Value,
+    prov: Option<&Provenance>,
+    check: Option<Value>,
+) -> Result<(), String> {
+    set_op_field(doc, family, route, method, field, value, prov)?;
+    if let (Some(check), Some(op)) = (check, op_mut(doc, route, method)) {
+        if let Some(entry) = op
+            .get_mut(MARKER)
+            .and_then(|m| m.get_mut(field.marker()))
+            .and_then(Value::as_object_mut)
+        {
+            entry.insert("check".into(), check);
+        }
+    }
+    Ok(())
+}
+
+/// Records a generated value that failed its retrieval check: the field is not written (so
+/// the index never reads it), and the marker entry holds the provenance and the check with
+/// its reason and the refused value, for the reviewer. To adopt the value anyway, write it
+/// into the field and delete the marker entry.
+pub fn reject_op_field(
+    doc: &mut Value,
+    route: &str,
+    method: Method,
+    field: Field,
+    value: Value,
+    prov: &Provenance,
+    check: Option<Value>,
+) -> Result<(), String> {
+    let op = op_mut(doc, route, method).ok_or_else(|| {
+        format!(
+            "{} {route}: the operation is not an inline object; not enriched",
+            method.as_str()
+        )
+    })?;
+    let mut check = check.unwrap_or_else(|| json!({"passed": false}));
+    if let Some(c) = check.as_object_mut() {
+        c.insert("value".into(), value);
+    }
+    let marker = op.entry(MARKER).or_insert_with(|| json!({}));
+    if !marker.is_object() {
+        *marker = json!({});
+    }
+    if let Some(m) = marker.as_object_mut() {
+        m.insert(
+            field.marker().to_string(),
+            json!({"generator": prov.generator, "template": prov.template, "date": prov.date,
+                   "check": check}),
+        );
+    }
+    Ok(())
+}
+
 /// Sets a field of a parameter, making the operation hold its own declaration first.
 #[allow(clippy::too_many_arguments)]
 pub fn set_param_field(

@@ -64,6 +64,39 @@ pub fn degrade(doc: &mut Value) {
     }
 }
 
+/// The operation methods of a path item.
+const METHODS: &[&str] = &[
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// Degrades a spec but gives each operation back its own `summary` and `description`:
+/// what a perfect enricher of endpoint texts could recover (the oracle of a measurement).
+pub fn degrade_keeping_endpoint_texts(doc: &mut Value) {
+    let mut kept: Vec<(String, &str, &str, Value)> = Vec::new();
+    if let Some(paths) = doc.get("paths").and_then(Value::as_object) {
+        for (route, item) in paths {
+            for m in METHODS {
+                for k in ["summary", "description"] {
+                    if let Some(v) = item.get(*m).and_then(|op| op.get(k)) {
+                        kept.push((route.clone(), m, k, v.clone()));
+                    }
+                }
+            }
+        }
+    }
+    degrade(doc);
+    for (route, m, k, v) in kept {
+        if let Some(op) = doc
+            .get_mut("paths")
+            .and_then(|p| p.get_mut(&route))
+            .and_then(|i| i.get_mut(m))
+            .and_then(Value::as_object_mut)
+        {
+            op.insert(k.to_string(), v);
+        }
+    }
+}
+
 fn walk(obj: &mut Map<String, Value>, depth: usize) {
     if depth > 64 {
         return;

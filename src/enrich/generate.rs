@@ -62,10 +62,10 @@ pub struct Generation<'a> {
 }
 
 /// A task's accepted answer.
-struct TaskAnswer {
-    value: Map<String, Value>,
-    provenance: Provenance,
-    dropped: Vec<String>,
+pub(super) struct TaskAnswer {
+    pub(super) value: Map<String, Value>,
+    pub(super) provenance: Provenance,
+    pub(super) dropped: Vec<String>,
 }
 
 /// Generates what the plan asks for. `Err` only for errors that doom the whole run.
@@ -110,7 +110,7 @@ impl From<LlmError> for TaskError {
 }
 
 /// The parameter names and schemas a task asks about.
-fn ask_for(plan: &EndpointPlan, task: Task) -> Ask {
+pub(super) fn ask_for(plan: &EndpointPlan, task: Task) -> Ask {
     let ep = &plan.endpoint;
     let indexes: Vec<usize> = match task {
         Task::ParamDescriptions => plan.param_descriptions.iter().map(|(i, _)| *i).collect(),
@@ -282,7 +282,7 @@ async fn ask_llm(
 
 /// Drops generated texts copied from the prompt itself (a small model parrots the
 /// instructions or their examples): they describe the template, not the endpoint.
-fn drop_echoes(task: Task, verdict: &mut Verdict, prompt: &str) {
+pub(super) fn drop_echoes(task: Task, verdict: &mut Verdict, prompt: &str) {
     let prompt = prompt.to_lowercase();
     let echo = |t: &str| {
         let t = t.trim().trim_end_matches(['.', '?', '!']).to_lowercase();
@@ -362,7 +362,7 @@ fn correction(v: &Verdict, retry: &Ask, task: Task) -> String {
 }
 
 /// Moves an accepted answer into the outcome.
-fn take(plan: &EndpointPlan, task: Task, a: TaskAnswer, out: &mut Outcome) {
+pub(super) fn take(plan: &EndpointPlan, task: Task, a: TaskAnswer, out: &mut Outcome) {
     let p = a.provenance;
     let text = |v: &Value| v.as_str().map(str::to_string);
     let v = a.value.get(task.answer_key());
@@ -418,7 +418,7 @@ fn take(plan: &EndpointPlan, task: Task, a: TaskAnswer, out: &mut Outcome) {
 
 /// Fills, with the heuristic enricher, what `tasks` still lack in `out`. `fallback` counts
 /// the values as fallbacks (the LLM was asked first).
-fn heuristic_fill(
+pub(super) fn heuristic_fill(
     plan: &EndpointPlan,
     tasks: &[Task],
     today: &str,

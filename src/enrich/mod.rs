@@ -23,8 +23,10 @@
 
 pub mod answers;
 pub mod apply;
+pub mod batch;
 pub mod cache;
 pub mod carry;
+pub mod check;
 pub mod context;
 pub mod date;
 pub mod degrade;

@@ -34,6 +34,8 @@ pub const PLACEHOLDERS: &[&str] = &[
     "targets",
 ];
 
+const BATCH_BUILTIN: &str = include_str!("../../enrich-prompts/endpoint-batch.txt");
+
 fn builtin(task: Task) -> &'static str {
     match task {
         Task::Description => include_str!("../../enrich-prompts/endpoint-description.txt"),
@@ -84,65 +86,11 @@ pub struct Rendered {
 impl Template {
     /// Parses a template's text; `origin` names it in errors.
     pub fn parse(task: Task, origin: &str, text: &str) -> Result<Template, PromptError> {
-        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
-        #[derive(PartialEq)]
-        enum Section {
-            Preamble,
-            System,
-            User,
-        }
-        let mut section = Section::Preamble;
-        let (mut preamble, mut system, mut user) = (String::new(), String::new(), String::new());
-        let mut has_sections = false;
-        for line in text.lines() {
-            match line.trim() {
-                "[system]" => section = Section::System,
-                "[user]" => section = Section::User,
-                _ => {
-                    let buf = match section {
-                        // Comments are allowed only before the first section: inside one,
-                        // a '#' line may be part of the prompt (a markdown heading).
-                        Section::Preamble if line.starts_with('#') => continue,
-                        Section::Preamble => &mut preamble,
-                        Section::System => &mut system,
-                        Section::User => &mut user,
-                    };
-                    buf.push_str(line);
-                    buf.push('\n');
-                    continue;
-                }
-            }
-            has_sections = true;
-        }
-        let (system, user) = if has_sections {
-            // Text before the first section joins the system message rather than vanish.
-            let system = format!("{}\n{}", preamble.trim(), system.trim());
-            (system.trim().to_string(), user.trim().to_string())
-        } else {
-            (DEFAULT_SYSTEM.to_string(), preamble.trim().to_string())
-        };
-        if user.is_empty() {
-            return Err(PromptError::Empty {
-                origin: origin.to_string(),
-            });
-        }
-        for name in placeholders(&system).chain(placeholders(&user)) {
-            if !PLACEHOLDERS.contains(&name) {
-                return Err(PromptError::Placeholder {
-                    origin: origin.to_string(),
-                    name: name.to_string(),
-                    known: PLACEHOLDERS.join(", "),
-                });
-            }
-        }
+        let (system, user, sha256) = sections(origin, text, PLACEHOLDERS)?;
         Ok(Template {
             task,
             origin: origin.to_string(),
-            system: if system.is_empty() {
-                DEFAULT_SYSTEM.to_string()
-            } else {
-                system
-            },
+            system,
             user,
             sha256,
         })
@@ -158,6 +106,122 @@ impl Template {
         Rendered {
             system: fill(&self.system, ctx, targets),
             user: fill(&self.user, ctx, targets),
+        }
+    }
+}
+
+/// Splits a template's text into its system and user messages (comments dropped), checks
+/// its placeholders against `allowed`, and hashes the whole text.
+fn sections(
+    origin: &str,
+    text: &str,
+    allowed: &[&str],
+) -> Result<(String, String, String), PromptError> {
+    let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+    #[derive(PartialEq)]
+    enum Section {
+        Preamble,
+        System,
+        User,
+    }
+    let mut section = Section::Preamble;
+    let (mut preamble, mut system, mut user) = (String::new(), String::new(), String::new());
+    let mut has_sections = false;
+    for line in text.lines() {
+        match line.trim() {
+            "[system]" => section = Section::System,
+            "[user]" => section = Section::User,
+            _ => {
+                let buf = match section {
+                    // Comments are allowed only before the first section: inside one,
+                    // a '#' line may be part of the prompt (a markdown heading).
+                    Section::Preamble if line.starts_with('#') => continue,
+                    Section::Preamble => &mut preamble,
+                    Section::System => &mut system,
+                    Section::User => &mut user,
+                };
+                buf.push_str(line);
+                buf.push('\n');
+                continue;
+            }
+        }
+        has_sections = true;
+    }
+    let (system, user) = if has_sections {
+        // Text before the first section joins the system message rather than vanish.
+        let system = format!("{}\n{}", preamble.trim(), system.trim());
+        (system.trim().to_string(), user.trim().to_string())
+    } else {
+        (DEFAULT_SYSTEM.to_string(), preamble.trim().to_string())
+    };
+    if user.is_empty() {
+        return Err(PromptError::Empty {
+            origin: origin.to_string(),
+        });
+    }
+    for name in placeholders(&system).chain(placeholders(&user)) {
+        if !allowed.contains(&name) {
+            return Err(PromptError::Placeholder {
+                origin: origin.to_string(),
+                name: name.to_string(),
+                known: allowed.join(", "),
+            });
+        }
+    }
+    let system = if system.is_empty() {
+        DEFAULT_SYSTEM.to_string()
+    } else {
+        system
+    };
+    Ok((system, user, sha256))
+}
+
+/// The placeholders of the batch template.
+pub const BATCH_PLACEHOLDERS: &[&str] = &["api_title", "endpoints", "fields", "shape"];
+
+/// The file name (without extension) of the batch template, also its name in markers.
+pub const BATCH_NAME: &str = "endpoint-batch";
+
+/// The template of batched requests: several endpoints of one API, all their tasks, one
+/// answer (see `batch`).
+#[derive(Debug, Clone)]
+pub struct BatchTemplate {
+    pub origin: String,
+    system: String,
+    user: String,
+    pub sha256: String,
+}
+
+impl BatchTemplate {
+    pub fn parse(origin: &str, text: &str) -> Result<BatchTemplate, PromptError> {
+        let (system, user, sha256) = sections(origin, text, BATCH_PLACEHOLDERS)?;
+        Ok(BatchTemplate {
+            origin: origin.to_string(),
+            system,
+            user,
+            sha256,
+        })
+    }
+
+    /// `endpoint-batch@1a2b3c4d`.
+    pub fn label(&self) -> String {
+        format!("{BATCH_NAME}@{}", &self.sha256[..8])
+    }
+
+    /// Fills the placeholders with the given texts.
+    pub fn render(&self, values: &[(&str, &str)]) -> Rendered {
+        let fill = |t: &str| {
+            let mut out = t.to_string();
+            for (k, v) in values {
+                for form in [format!("{{{{{k}}}}}"), format!("{{{{ {k} }}}}")] {
+                    out = out.replace(&form, v);
+                }
+            }
+            out
+        };
+        Rendered {
+            system: fill(&self.system),
+            user: fill(&self.user),
         }
     }
 }
@@ -207,6 +271,8 @@ fn fill(text: &str, ctx: &EndpointContext, targets: &[String]) -> String {
 #[derive(Debug, Clone)]
 pub struct Prompts {
     templates: Vec<Template>,
+    /// The template of batched requests.
+    pub batch: BatchTemplate,
 }
 
 impl Prompts {
@@ -219,7 +285,9 @@ impl Prompts {
                     .unwrap_or_else(|e| unreachable!("built-in template {t:?} is invalid: {e}"))
             })
             .collect();
-        Prompts { templates }
+        let batch = BatchTemplate::parse("built-in", BATCH_BUILTIN)
+            .unwrap_or_else(|e| unreachable!("built-in batch template is invalid: {e}"));
+        Prompts { templates, batch }
     }
 
     /// Templates from `dir` where it holds `<template-name>.txt`, built-in ones otherwise.
@@ -239,7 +307,18 @@ impl Prompts {
             };
             templates.push(template);
         }
-        Ok(Prompts { templates })
+        let file = dir.map(|d| d.join(format!("{BATCH_NAME}.txt")));
+        let batch = match file {
+            Some(f) if f.is_file() => {
+                let text = std::fs::read_to_string(&f).map_err(|source| PromptError::Read {
+                    path: f.clone(),
+                    source,
+                })?;
+                BatchTemplate::parse(&f.display().to_string(), &text)?
+            }
+            _ => BatchTemplate::parse("built-in", BATCH_BUILTIN)?,
+        };
+        Ok(Prompts { templates, batch })
     }
 
     /// The template of a task.

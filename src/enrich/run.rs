@@ -8,8 +8,10 @@
 //! wrong URL) stop the run, before any copy is written; the cache keeps what was finished.
 
 use super::apply::{self, Field};
+use super::batch::{self, BatchLimits};
 use super::cache::Cache;
 use super::carry::carry;
+use super::check::{self as retrieval, Candidate, CheckConfig, Kind};
 use super::generate::{generate, Generation, Outcome};
 use super::llm::{LlmClient, LlmConfig};
 use super::plan::{EndpointPlan, Placement};
@@ -48,6 +50,13 @@ pub struct EnrichOptions {
     pub max_tokens: u32,
     /// Ask again where the cache remembers an unusable answer.
     pub retry_failed: bool,
+    /// Several endpoints of one API per request, all their tasks in one answer; `None`
+    /// asks each task of each endpoint on its own (`--per-task`).
+    pub batch: Option<BatchLimits>,
+    /// Print the requests that would be sent, with estimated tokens, and send nothing.
+    pub dry_run: bool,
+    /// Retrieval checks on generated texts (`check`); `None` writes them unchecked.
+    pub check: Option<CheckConfig>,
 }
 
 /// What the caller hears while the run goes on.
@@ -112,6 +121,8 @@ pub struct Summary {
     pub failed_endpoints: usize,
     /// Generated examples dropped after failing their schema twice.
     pub dropped_examples: Vec<String>,
+    /// Generated texts the retrieval checks refused: `api METHOD /path: field: reason`.
+    pub rejected: Vec<String>,
     pub cache_hits: usize,
     pub llm_answers: usize,
     pub requests: u64,
@@ -135,6 +146,7 @@ struct Work {
 pub async fn enrich(
     sources: &[SpecSource],
     opts: &EnrichOptions,
+    embedder: Option<&crate::index::Embedder>,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> anyhow::Result<Summary> {
     let mut summary = Summary::default();
@@ -186,30 +198,63 @@ pub async fn enrich(
                 .map(move |(e, _)| (w, e))
         })
         .collect();
+    if opts.dry_run {
+        if let Some(c) = &client {
+            dry_run(&works, &jobs, &g, c, opts, &mut summary);
+        }
+        return Ok(summary);
+    }
     progress(Progress::Start {
         endpoints: jobs.len(),
     });
+    // A job is one endpoint (per task) or up to a batch's endpoints of one spec.
+    let per_job = opts.batch.map_or(1, |l| l.endpoints.max(1));
+    let mut chunks: Vec<Vec<(usize, usize)>> = Vec::new();
+    for (w, e) in jobs {
+        match chunks.last_mut() {
+            Some(c) if c.len() < per_job && c[0].0 == w => c.push((w, e)),
+            _ => chunks.push(vec![(w, e)]),
+        }
+    }
     let works_ref = &works;
     let g_ref = &g;
-    let mut stream = futures::stream::iter(jobs.into_iter().map(|(w, e)| async move {
-        let plan = &works_ref[w].plans[e];
-        (w, e, generate(plan, g_ref).await)
+    let limits = opts.batch;
+    let mut stream = futures::stream::iter(chunks.into_iter().map(|chunk| async move {
+        let plans: Vec<&EndpointPlan> =
+            chunk.iter().map(|&(w, e)| &works_ref[w].plans[e]).collect();
+        let result = match limits {
+            Some(l) => batch::generate(&plans, g_ref, l).await,
+            None => match generate(plans[0], g_ref).await {
+                Ok(o) => Ok(vec![o]),
+                Err(e) => Err(e),
+            },
+        };
+        (chunk, result)
     }))
     .buffer_unordered(opts.concurrency.max(1));
     let mut outcomes: Vec<Vec<Option<Outcome>>> =
         works.iter().map(|w| vec![None; w.plans.len()]).collect();
-    while let Some((w, e, result)) = stream.next().await {
-        let outcome = result.map_err(|err| anyhow::anyhow!("enrichment stopped: {err}"))?;
-        let label = works[w].plans[e].label();
-        progress(Progress::Done {
-            label: &label,
-            failures: &outcome.failures,
-        });
-        outcomes[w][e] = Some(outcome);
+    while let Some((chunk, result)) = stream.next().await {
+        let outs = result.map_err(|err| anyhow::anyhow!("enrichment stopped: {err}"))?;
+        for ((w, e), outcome) in chunk.into_iter().zip(outs) {
+            let label = works[w].plans[e].label();
+            progress(Progress::Done {
+                label: &label,
+                failures: &outcome.failures,
+            });
+            outcomes[w][e] = Some(outcome);
+        }
     }
     drop(stream);
-    for (work, outs) in works.into_iter().zip(outcomes) {
-        finish(work, outs, &mut summary);
+    let checks = match (opts.check, embedder) {
+        (Some(cfg), Some(e)) if client.is_some() => run_checks(&works, &outcomes, e, cfg)?,
+        (Some(_), None) if client.is_some() => {
+            anyhow::bail!("the retrieval checks need the embedding model")
+        }
+        _ => works.iter().map(|w| vec![None; w.plans.len()]).collect(),
+    };
+    for ((work, outs), checks) in works.into_iter().zip(outcomes).zip(checks) {
+        finish(work, outs, checks, &mut summary);
     }
     if let Some(c) = &client {
         summary.requests = c.usage.requests.load(Ordering::Relaxed);
@@ -218,6 +263,82 @@ pub async fn enrich(
         summary.completion_tokens = c.usage.completion_tokens.load(Ordering::Relaxed);
     }
     Ok(summary)
+}
+
+/// `--dry-run`: prints every first request (what the cache does not answer) on stdout,
+/// with its estimated tokens, and counts them in the summary. Nothing is sent.
+fn dry_run(
+    works: &[Work],
+    jobs: &[(usize, usize)],
+    g: &Generation<'_>,
+    client: &LlmClient,
+    opts: &EnrichOptions,
+    summary: &mut Summary,
+) {
+    let mut endpoints = 0;
+    for (w, work) in works.iter().enumerate() {
+        let plans: Vec<&EndpointPlan> = jobs
+            .iter()
+            .filter(|(jw, _)| *jw == w)
+            .map(|&(_, e)| &work.plans[e])
+            .collect();
+        if plans.is_empty() {
+            continue;
+        }
+        let mut outs = vec![Outcome::default(); plans.len()];
+        let requests: Vec<(Vec<super::llm::Message>, usize, u32)> = match opts.batch {
+            Some(limits) => {
+                let items = batch::pending(&plans, g, client, &mut outs);
+                endpoints += items.len();
+                batch::group(items, &plans, g, limits)
+                    .iter()
+                    .map(|group| {
+                        let r = batch::request(group, &plans, g);
+                        let t = r.prompt_tokens();
+                        (r.messages, t, r.max_tokens)
+                    })
+                    .collect()
+            }
+            None => {
+                endpoints += plans.len();
+                plans
+                    .iter()
+                    .flat_map(|p| {
+                        p.tasks().into_iter().map(|task| {
+                            let ask = super::generate::ask_for(p, task);
+                            let r = opts.prompts.get(task).render(&p.context, &ask.names());
+                            let chars = r.system.len() + r.user.len() + 16;
+                            let t = (chars as f64 / 3.5).ceil() as usize;
+                            let msgs = vec![
+                                super::llm::Message::system(r.system),
+                                super::llm::Message::user(r.user),
+                            ];
+                            (msgs, t, opts.max_tokens)
+                        })
+                    })
+                    .collect()
+            }
+        };
+        for (messages, tokens, max_tokens) in requests {
+            summary.requests += 1;
+            summary.prompt_tokens += tokens as u64;
+            println!(
+                "=== request {} ({}): about {tokens} prompt tokens, at most {max_tokens} answer tokens",
+                summary.requests,
+                work.source.original.display()
+            );
+            for m in &messages {
+                println!("--- {}\n{}", m.role, m.content);
+            }
+        }
+    }
+    summary.endpoints = endpoints;
+    println!(
+        "=== {} request(s) for {endpoints} endpoint(s) not in the cache: about {} prompt tokens ({:.0} per endpoint); nothing sent",
+        summary.requests,
+        summary.prompt_tokens,
+        summary.prompt_tokens as f64 / endpoints.max(1) as f64
+    );
 }
 
 /// Reads a spec, carries reviewed values over, and plans each endpoint.
@@ -257,14 +378,55 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
 }
 
 /// Applies one spec's outcomes, writes its enriched copy, and adds to the summary.
-fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary) {
+fn finish(
+    mut work: Work,
+    outcomes: Vec<Option<Outcome>>,
+    checks: Vec<Option<FieldChecks>>,
+    summary: &mut Summary,
+) {
     let family = work.spec.family;
     let mut written = 0;
     let mut problems = Vec::new();
+    let mut rejected = Vec::new();
     summary.endpoints += work.plans.len();
-    for (plan, out) in work.plans.iter().zip(outcomes) {
+    for ((plan, out), check) in work.plans.iter().zip(outcomes).zip(checks) {
         summary.skipped += plan.skipped;
-        let Some(out) = out else { continue };
+        let Some(mut out) = out else { continue };
+        // Questions that failed the checks leave the set; the set fails when none is left.
+        let check = check.unwrap_or_default();
+        let questions_check = check.questions.as_ref().map(|qs| {
+            let failed: Vec<&String> = qs.iter().filter_map(|r| r.as_ref().err()).collect();
+            if let Some(g) = &mut out.questions {
+                let mut verdicts = qs.iter();
+                let all = std::mem::take(&mut g.value);
+                let rejected: Vec<String> = all
+                    .iter()
+                    .zip(qs)
+                    .filter(|(_, r)| r.is_err())
+                    .map(|(q, _)| q.clone())
+                    .collect();
+                g.value = all
+                    .into_iter()
+                    .filter(|_| verdicts.next().is_some_and(Result::is_ok))
+                    .collect();
+                if g.value.is_empty() {
+                    g.value = rejected;
+                }
+            }
+            let reasons: Vec<String> = failed.iter().map(|r| r.to_string()).collect();
+            if failed.len() == qs.len() {
+                Verdict::Failed(reasons.join("; "))
+            } else if failed.is_empty() {
+                Verdict::Passed(None)
+            } else {
+                Verdict::Passed(Some(format!(
+                    "{} of {} questions dropped: {}",
+                    failed.len(),
+                    qs.len(),
+                    reasons.join("; ")
+                )))
+            }
+        });
         let ep = &plan.endpoint;
         let (route, method) = (ep.path.as_str(), ep.method);
         let mut count = |p: &Provenance, f: fn(&mut Counts)| {
@@ -290,9 +452,16 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
                 Field::DescriptionBeside
             }
         });
+        let to_verdict = |r: &Option<Result<(), String>>| {
+            r.as_ref().map(|r| match r {
+                Ok(()) => Verdict::Passed(None),
+                Err(why) => Verdict::Failed(why.clone()),
+            })
+        };
         let writes = [
             (
                 description_field,
+                to_verdict(&check.description),
                 out.description
                     .as_ref()
                     .map(|g| (json!(g.value), &g.provenance)),
@@ -300,6 +469,7 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
             ),
             (
                 Some(Field::Summary),
+                to_verdict(&check.summary),
                 out.summary
                     .as_ref()
                     .map(|g| (json!(g.value), &g.provenance)),
@@ -307,15 +477,33 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
             ),
             (
                 Some(Field::Questions),
+                questions_check,
                 out.questions
                     .as_ref()
                     .map(|g| (json!(g.value), &g.provenance)),
                 |c| c.questions += 1,
             ),
         ];
-        for (field, generated, counter) in writes {
+        for (field, verdict, generated, counter) in writes {
             if let (Some(field), Some((value, provenance))) = (field, generated) {
-                note(apply::set_op_field(
+                let record = verdict.as_ref().map(Verdict::record);
+                if matches!(verdict, Some(Verdict::Failed(_))) {
+                    rejected.push(format!(
+                        "{}: {}: {}",
+                        plan.label(),
+                        field.marker(),
+                        record
+                            .as_ref()
+                            .and_then(|r| r.get("reason"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                    ));
+                    note(apply::reject_op_field(
+                        doc, route, method, field, value, provenance, record,
+                    ));
+                    continue;
+                }
+                note(apply::set_op_field_checked(
                     doc,
                     family,
                     route,
@@ -323,6 +511,7 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
                     field,
                     value,
                     Some(provenance),
+                    record,
                 ));
                 count(provenance, counter);
             }
@@ -383,6 +572,7 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
         }
     }
     summary.problems.extend(problems);
+    summary.rejected.extend(rejected);
     let target = enriched_path(&work.source.original);
     let mut report = SpecReport {
         original: work.source.original.clone(),
@@ -409,6 +599,95 @@ fn finish(mut work: Work, outcomes: Vec<Option<Outcome>>, summary: &mut Summary)
         Err(e) => summary.problems.push(e),
     }
     summary.specs.push(report);
+}
+
+/// The checks' verdicts on one endpoint's generated texts (`None`: not checked).
+#[derive(Debug, Clone, Default)]
+struct FieldChecks {
+    description: Option<Result<(), String>>,
+    summary: Option<Result<(), String>>,
+    /// One per question, in order.
+    questions: Option<Vec<Result<(), String>>>,
+}
+
+/// A field's check record.
+enum Verdict {
+    /// Passed; the note says what was dropped on the way (questions).
+    Passed(Option<String>),
+    Failed(String),
+}
+
+impl Verdict {
+    /// `{"passed": true}` or `{"passed": false, "reason": ...}`, as the marker holds it.
+    fn record(&self) -> Value {
+        match self {
+            Verdict::Passed(None) => json!({"passed": true}),
+            Verdict::Passed(Some(note)) => json!({"passed": true, "note": note}),
+            Verdict::Failed(why) => json!({"passed": false, "reason": why}),
+        }
+    }
+}
+
+/// Runs the retrieval checks over the whole run's catalog: every generated description,
+/// summary and question, against the doc texts of all endpoints without generated text.
+fn run_checks(
+    works: &[Work],
+    outcomes: &[Vec<Option<Outcome>>],
+    embedder: &crate::index::Embedder,
+    cfg: CheckConfig,
+) -> anyhow::Result<Vec<Vec<Option<FieldChecks>>>> {
+    let endpoints: Vec<crate::catalog::Endpoint> = works
+        .iter()
+        .flat_map(|w| w.plans.iter().map(|p| p.endpoint.clone()))
+        .collect();
+    let labels: Vec<String> = endpoints.iter().map(|e| e.qualified_key()).collect();
+    let docs =
+        crate::index::doc_text::build_all(&endpoints, crate::index::doc_text::DocVariant::Full);
+    let mut cands: Vec<Candidate> = Vec::new();
+    // (work, endpoint, kind, question index) of each candidate.
+    let mut owners: Vec<(usize, usize, Kind, usize)> = Vec::new();
+    let mut pos = 0;
+    for (w, outs) in outcomes.iter().enumerate() {
+        for (e, out) in outs.iter().enumerate() {
+            let here = pos + e;
+            let Some(out) = out else { continue };
+            let mut add = |kind, text: &String, q| {
+                cands.push(Candidate {
+                    endpoint: here,
+                    kind,
+                    text: text.clone(),
+                });
+                owners.push((w, e, kind, q));
+            };
+            // The heuristic's texts restate the spec by construction (measured apart);
+            // the checks judge what a model wrote.
+            let by_model = |p: &Provenance| p.generator != HEURISTIC;
+            if let Some(g) = out.description.as_ref().filter(|g| by_model(&g.provenance)) {
+                add(Kind::Description, &g.value, 0);
+            }
+            if let Some(g) = out.summary.as_ref().filter(|g| by_model(&g.provenance)) {
+                add(Kind::Summary, &g.value, 0);
+            }
+            if let Some(g) = out.questions.as_ref().filter(|g| by_model(&g.provenance)) {
+                for (i, q) in g.value.iter().enumerate() {
+                    add(Kind::Question, q, i);
+                }
+            }
+        }
+        pos += works[w].plans.len();
+    }
+    let verdicts = retrieval::check(&docs, &labels, &cands, embedder, cfg)?;
+    let mut out: Vec<Vec<Option<FieldChecks>>> =
+        works.iter().map(|w| vec![None; w.plans.len()]).collect();
+    for ((w, e, kind, _), v) in owners.into_iter().zip(verdicts) {
+        let c = out[w][e].get_or_insert_with(FieldChecks::default);
+        match kind {
+            Kind::Description => c.description = Some(v),
+            Kind::Summary => c.summary = Some(v),
+            Kind::Question => c.questions.get_or_insert_with(Vec::new).push(v),
+        }
+    }
+    Ok(out)
 }
 
 /// The copy must load as the original does (same endpoints) before it replaces anything.
