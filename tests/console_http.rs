@@ -653,6 +653,35 @@ async fn review_page_shows_generated_text_beside_the_specs_own() {
     assert!(page.contains("validation: passed"));
     let (status, _) = get_text(&srv.url("/console/review?status=nope")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // A value the check refused is in its marker entry only (the enricher writes it nowhere
+    // the index reads): listed where accepting puts it, and written there when accepted.
+    let file = cat.spec("xkcd.com_1.0.0.enriched.yaml");
+    let mut doc = read_spec(&file);
+    let refused = "Today's comic, with its number, title, image and alt text.";
+    doc["paths"]["/info.0.json"]["get"]["x-shortlist-generated"] = json!({"description": {
+        "generator": "m", "template": "endpoint-description", "date": "2026-11-25",
+        "check": {"passed": false, "reason": "adds no distinctive word", "value": refused}}});
+    shortlist::enrich::spec_file::write(&file, &doc).unwrap();
+    drop(srv);
+    let srv = Server::console(&cat, &[], &[]).await;
+    let it = item(&srv, "xkcd.com_1.0.0", "/info.0.json", None, "description").await;
+    assert_eq!(it["value"], refused);
+    assert_eq!(it["placement"], "beside");
+    assert_eq!(it["check"]["reason"], "adds no distinctive word");
+    assert!(it["spec"]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("Fetch current comic"));
+    let (status, saved) = post_json(
+        &srv.url("/console/api/review"),
+        &review_of(&it, "accept", None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{saved}");
+    let op = &read_spec(&file)["paths"]["/info.0.json"]["get"];
+    assert_eq!(op["x-shortlist-description"], refused);
+    assert!(op.get("x-shortlist-generated").is_none(), "{op}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

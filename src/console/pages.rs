@@ -232,7 +232,8 @@ fn item(it: &ReviewItem) -> String {
             "<span class=\"badge ok\">validation: passed</span>".to_string()
         }
         Some(c) => format!(
-            "<span class=\"badge weak\">validation: failed</span> {}",
+            "<span class=\"badge weak\">validation: failed</span> {} (kept out of the index \
+             until accepted)",
             esc(c.get("reason").and_then(Value::as_str).unwrap_or(""))
         ),
         None => "<span class=\"badge\">not checked</span>".to_string(),

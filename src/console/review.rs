@@ -185,8 +185,11 @@ pub fn items_of(src: &SpecSource, doc: &Value, original: Option<&Value>) -> Vec<
 /// The author's description of an operation or parameter: `description` unless the
 /// enricher filled it in place (it is then the generated value, not the author's).
 fn human_description(obj: &Map<String, Value>) -> Value {
-    let filled = obj.get(MARKER).and_then(|m| m.get("description")).is_some()
-        && !obj.contains_key(crate::enrich::DESCRIPTION_BESIDE);
+    let entry = obj.get(MARKER).and_then(|m| m.get("description"));
+    // A refused value was written nowhere: `description` is then the author's.
+    let refused = entry.and_then(|e| e.pointer("/check/passed")) == Some(&Value::Bool(false));
+    let filled =
+        entry.is_some() && !refused && !obj.contains_key(crate::enrich::DESCRIPTION_BESIDE);
     match obj.get("description") {
         Some(d) if !filled => d.clone(),
         _ => Value::Null,
@@ -211,7 +214,11 @@ impl Place<'_> {
         field: ReviewField,
         spec: &Value,
     ) -> Option<ReviewItem> {
-        let located = locate(obj, field, self.family)?;
+        // A refused value first: `description` then holds the author's text.
+        let located = match refused(obj, field, self.family) {
+            Some(r) => r,
+            None => locate(obj, field, self.family)?,
+        };
         let entry = obj.get(MARKER).and_then(|m| m.get(field.marker()));
         let status = if entry.is_some() {
             Status::Pending
@@ -236,10 +243,17 @@ impl Place<'_> {
             }
             p
         });
+        // The refused value itself is the item's value, not part of its check.
         let check = entry
             .and_then(|e| e.get("check"))
             .filter(|c| c.get("passed").is_some_and(Value::is_boolean))
-            .cloned();
+            .map(|c| {
+                let mut c = c.clone();
+                if let Some(o) = c.as_object_mut() {
+                    o.remove("value");
+                }
+                c
+            });
         Some(ReviewItem {
             api: self.src.id.clone(),
             tool: None,
@@ -283,6 +297,43 @@ pub fn locate(obj: &Map<String, Value>, field: ReviewField, family: Family) -> O
     };
     let key = f.key(family);
     let value = obj.get(key).filter(|v| !v.is_null())?;
+    Some(Located {
+        key,
+        value,
+        placement,
+        enricher_key: key.starts_with("x-shortlist-"),
+    })
+}
+
+/// A generated value its retrieval check refused: the enricher writes it nowhere the index
+/// reads, only into its marker entry (`check: {"passed": false, "reason", "value"}`). It is
+/// located where accepting it puts it: beside the author's description when there is one,
+/// else in the field itself.
+pub fn refused(
+    obj: &Map<String, Value>,
+    field: ReviewField,
+    family: Family,
+) -> Option<Located<'_>> {
+    let check = obj.get(MARKER)?.get(field.marker())?.get("check")?;
+    if check.get("passed") != Some(&Value::Bool(false)) {
+        return None;
+    }
+    let value = check.get("value").filter(|v| !v.is_null())?;
+    let (f, placement) = match field {
+        ReviewField::Description
+            if obj
+                .get("description")
+                .and_then(Value::as_str)
+                .is_some_and(|d| !d.trim().is_empty()) =>
+        {
+            (Field::DescriptionBeside, Some(Placement::Beside))
+        }
+        ReviewField::Description => (Field::Description, Some(Placement::InPlace)),
+        ReviewField::Summary => (Field::Summary, None),
+        ReviewField::Questions => (Field::Questions, None),
+        ReviewField::Example => (Field::Example, None),
+    };
+    let key = f.key(family);
     Some(Located {
         key,
         value,
@@ -354,5 +405,28 @@ mod tests {
         assert_eq!(ex.status, Status::Pending);
         assert!(ex.check.is_none());
         assert_eq!(items.len(), 4, "the author's own description is no item");
+    }
+
+    #[test]
+    fn values_a_retrieval_check_refused_are_listed_where_they_would_go() {
+        let enriched = json!({"openapi": "3.0.0", "paths": {"/a": {"get": {
+            "operationId": "getA",
+            "x-shortlist-generated": {"description": {"generator": "m", "template": "t",
+                "date": "2026-11-25", "check": {"passed": false,
+                "reason": "ranks its endpoint 9th", "value": "Gets the A."}}}}}}});
+        let items = items_of(&src(), &enriched, Some(&json!({"openapi": "3.0.0"})));
+        assert_eq!(items.len(), 1, "{items:#?}");
+        let d = &items[0];
+        assert_eq!(d.status, Status::Pending);
+        assert_eq!(d.value, "Gets the A.");
+        assert_eq!(
+            (d.key, d.placement),
+            ("description", Some(Placement::InPlace))
+        );
+        assert_eq!(
+            d.check.as_ref().unwrap()["reason"],
+            "ranks its endpoint 9th"
+        );
+        assert!(d.check.as_ref().unwrap().get("value").is_none());
     }
 }

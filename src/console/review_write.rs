@@ -12,7 +12,7 @@
 //! keep their change and a reader never sees half a file. The file keeps its format (JSON or
 //! YAML, key order) through the enricher's own writer.
 
-use super::review::{locate, ParamRef, ReviewField};
+use super::review::{locate, refused, ParamRef, ReviewField};
 use crate::catalog::normalize::Family;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::op_mut;
@@ -269,8 +269,14 @@ fn apply(
         .get(MARKER)
         .and_then(|m| m.get(field.marker()))
         .is_some();
-    let (key, current) = match locate(obj, field, family) {
-        Some(l) => (l.key, l.value.clone()),
+    // A value its retrieval check refused is in the marker entry only: accepting it writes
+    // it where it would have gone, rejecting it leaves the field as it is.
+    let found = match refused(obj, field, family) {
+        Some(l) => Some((l.key, l.value.clone(), true)),
+        None => locate(obj, field, family).map(|l| (l.key, l.value.clone(), false)),
+    };
+    let (key, current, was_refused) = match found {
+        Some(f) => f,
         None => {
             return Err(ReviewError::NotFound(format!(
                 "no generated {} here",
@@ -291,14 +297,21 @@ fn apply(
         )));
     }
     let value = match review.action {
-        Verdict::Accept => current,
+        Verdict::Accept => {
+            if was_refused {
+                obj.insert(key.to_string(), current.clone());
+            }
+            current
+        }
         Verdict::Edit => {
             let v = review.value.clone().unwrap_or(Value::Null);
             obj.insert(key.to_string(), v.clone());
             v
         }
         Verdict::Reject => {
-            obj.shift_remove(key);
+            if !was_refused {
+                obj.shift_remove(key);
+            }
             Value::Null
         }
     };
@@ -404,6 +417,44 @@ mod tests {
             apply(&mut o, f, ReviewField::Description, &stale),
             Err(ReviewError::Conflict(_))
         ));
+    }
+
+    #[test]
+    fn a_refused_value_is_written_when_accepted_and_left_out_when_rejected() {
+        let f = Family::OpenApi3;
+        let refused_op = || {
+            json!({"operationId": "getA", "description": "getA",
+                "x-shortlist-generated": {"description": {"generator": "m",
+                    "check": {"passed": false, "reason": "r", "value": "Returns the A."}}}})
+            .as_object()
+            .cloned()
+            .unwrap()
+        };
+        let mut o = refused_op();
+        let s = apply(
+            &mut o,
+            f,
+            ReviewField::Description,
+            &review(Verdict::Accept, None),
+        )
+        .unwrap();
+        assert_eq!(
+            s.key, "x-shortlist-description",
+            "beside the author's weak text"
+        );
+        assert_eq!(o["x-shortlist-description"], "Returns the A.");
+        assert_eq!(o["description"], "getA");
+        assert!(!o.contains_key(MARKER));
+        let mut o = refused_op();
+        apply(
+            &mut o,
+            f,
+            ReviewField::Description,
+            &review(Verdict::Reject, None),
+        )
+        .unwrap();
+        assert!(!o.contains_key("x-shortlist-description") && !o.contains_key(MARKER));
+        assert_eq!(o["description"], "getA");
     }
 
     #[test]
