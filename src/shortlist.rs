@@ -153,23 +153,41 @@ impl Shortlister {
         embedder: Embedder,
         options: Options,
     ) -> Result<Shortlister, ShortlistError> {
+        let tables = Self::tables_of(&index)?;
+        Ok(Self::from_parts(index, tables, embedder, options))
+    }
+
+    /// The ranking tables of `index` ([`Shortlister::new`]), for a caller that opens the
+    /// index while the model loads.
+    pub fn tables_of(index: &EndpointIndex) -> Result<tables::Tables, ShortlistError> {
         let path = index.dir().join("docs.bin");
-        let tables = match tables::Tables::decode(index.extra(), index.len(), &path) {
-            Ok(Some(t)) => t,
-            stale => {
-                if let Err(e) = stale {
-                    tracing::warn!(path = %e.path.display(), reason = %e.reason, "the index's ranking tables are damaged; analysing the records again");
+        Ok(
+            match tables::Tables::decode(index.extra(), index.len(), &path) {
+                Ok(Some(t)) => t,
+                stale => {
+                    if let Err(e) = stale {
+                        tracing::warn!(path = %e.path.display(), reason = %e.reason, "the index's ranking tables are damaged; analysing the records again");
+                    }
+                    let records: Vec<Endpoint> = index.records()?.into_iter().cloned().collect();
+                    tables::Tables::build(&records)
                 }
-                let records: Vec<Endpoint> = index.records()?.into_iter().cloned().collect();
-                tables::Tables::build(&records)
-            }
-        };
-        Ok(Shortlister {
+            },
+        )
+    }
+
+    /// A shortlister from an index and its tables ([`Shortlister::tables_of`]).
+    pub fn from_parts(
+        index: EndpointIndex,
+        tables: tables::Tables,
+        embedder: Embedder,
+        options: Options,
+    ) -> Shortlister {
+        Shortlister {
             index,
             embedder,
             tables,
             options,
-        })
+        }
     }
 
     pub fn index(&self) -> &EndpointIndex {

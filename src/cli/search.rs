@@ -34,15 +34,17 @@ pub struct SearchArgs {
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.catalog.config_file()?;
     let data_dir = args.catalog.data_dir(cfg.as_ref())?;
-    let index = EndpointIndex::open(&data_dir)
-        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
-        .with_context(|| {
-            format!(
-                "no index in {}: run `shortlist index` first",
-                data_dir.display()
-            )
-        })?;
-    let embedder = args.model.load(cfg.as_ref())?;
+    // The model loads (about half a second) while the index opens.
+    let (opened, embedder) = std::thread::scope(|s| {
+        let model = s.spawn(|| args.model.load(cfg.as_ref()));
+        let opened = open_index(&data_dir);
+        let embedder = model
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("loading the embedding model failed")));
+        (opened, embedder)
+    });
+    let (index, tables) = opened?;
+    let embedder = embedder?;
     if !index.is_compatible(&embedder, index.manifest().doc_text_version) {
         anyhow::bail!(
             "the index in {} was built with another embedding model; run `shortlist index` again",
@@ -53,8 +55,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         retrieval: args.retrieval,
         ..Options::default()
     };
-    let shortlister = Shortlister::new(index, embedder, options)
-        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+    let shortlister = Shortlister::from_parts(index, tables, embedder, options);
     let hits = shortlister.search(&args.query, args.k, args.api.as_deref())?;
     if args.json {
         let out: Vec<serde_json::Value> = hits
@@ -90,4 +91,21 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The index in `data_dir` and its ranking tables.
+fn open_index(
+    data_dir: &std::path::Path,
+) -> anyhow::Result<(EndpointIndex, shortlist::shortlist::tables::Tables)> {
+    let index = EndpointIndex::open(data_dir)
+        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
+        .with_context(|| {
+            format!(
+                "no index in {}: run `shortlist index` first",
+                data_dir.display()
+            )
+        })?;
+    let tables = Shortlister::tables_of(&index)
+        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+    Ok((index, tables))
 }

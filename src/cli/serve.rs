@@ -105,17 +105,28 @@ pub fn load_state(
     let started = Instant::now();
     let cfg = catalog_args.config()?;
     let data_dir = catalog_args.data_dir(Some(&cfg))?;
-    let embedder = model.load(Some(&cfg))?;
-    let current = shortlist::catalog::sources_digest(&cfg)
-        .filter(|_| trust_unchanged)
-        .and_then(|d| catalog_index::open_if_current(&data_dir, &d, &embedder, variant));
-    let (index, catalog, stats) = match current {
-        Some(index) => {
+    // The model loads (about half a second) while the index opens.
+    let (current, embedder) = std::thread::scope(|s| {
+        let loading = s.spawn(|| model.load(Some(&cfg)));
+        let current = shortlist::catalog::sources_digest(&cfg)
+            .filter(|_| trust_unchanged)
+            .and_then(|d| catalog_index::open_if_current(&data_dir, &d, variant))
+            .and_then(|index| Some((Shortlister::tables_of(&index).ok()?, index)));
+        let embedder = loading
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("loading the embedding model failed")));
+        (current, embedder)
+    });
+    let embedder = embedder?;
+    let current = current
+        .filter(|(_, index)| index.is_compatible(&embedder, catalog_index::text_version(variant)));
+    let (index, tables, catalog, stats) = match current {
+        Some((tables, index)) => {
             let stats = BuildStats {
                 reused: index.len(),
                 ..BuildStats::default()
             };
-            (index, Catalog::config_only(&cfg), stats)
+            (index, Some(tables), Catalog::config_only(&cfg), stats)
         }
         None => {
             let catalog = catalog_args.load()?;
@@ -128,11 +139,15 @@ pub fn load_state(
                     }
                 })
                 .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
-            (index, catalog, stats)
+            (index, None, catalog, stats)
         }
     };
-    let shortlister = Shortlister::new(index, embedder, Options::default())
-        .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+    let tables = match tables {
+        Some(t) => t,
+        None => Shortlister::tables_of(&index)
+            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?,
+    };
+    let shortlister = Shortlister::from_parts(index, tables, embedder, Options::default());
     eprintln!(
         "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
         shortlister.len(),

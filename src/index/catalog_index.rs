@@ -31,17 +31,17 @@ pub fn text_version(variant: DocVariant) -> u32 {
 
 /// The index in `data_dir` if it was built from exactly these sources (the digest of
 /// the catalog's config and spec files, [`crate::catalog::sources_digest`]) with this
-/// embedder and doc-text variant, opened without loading the catalog. `None` when it may
-/// not be current: load the catalog and [`build`].
+/// doc-text variant, opened without loading the catalog; the caller checks the model
+/// ([`EndpointIndex::is_compatible`]). `None` when it may not be current: load the catalog
+/// and [`build`].
 pub fn open_if_current(
     data_dir: &Path,
     sources: &str,
-    embedder: &impl TextEmbedder,
     variant: DocVariant,
 ) -> Option<EndpointIndex> {
     let index = EndpointIndex::open(data_dir).ok().flatten()?;
     let m = index.manifest();
-    (m.sources.as_deref() == Some(sources) && index.is_compatible(embedder, text_version(variant)))
+    (m.sources.as_deref() == Some(sources) && m.doc_text_version == text_version(variant))
         .then_some(index)
 }
 
