@@ -92,11 +92,11 @@ pub struct EnrichArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub check: bool,
     /// A checked text must rank its own endpoint within this many of the catalog.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub check_top: usize,
     /// Two endpoints' generated texts of one field at least this similar (cosine) are
     /// near-duplicates and fail (above 1: never).
-    #[arg(long, value_name = "COSINE", default_value_t = 0.95)]
+    #[arg(long, value_name = "COSINE", default_value_t = 0.85)]
     pub check_duplicate: f32,
     /// A checked text must add a distinctive word to its endpoint's text.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]

@@ -9,8 +9,8 @@
 //!
 //! - **finds its endpoint**: the text, used as a request against the catalog's doc texts
 //!   *without* anything generated, ranks its own endpoint in the top [`CheckConfig::top`]
-//!   (the product's hybrid score: dense cosine and BM25, min-max rescaled, summed). A text
-//!   that fits a sibling better, or fits everything equally, fails;
+//!   (the product's hybrid score: dense cosine and BM25, min-max rescaled, summed): first, by
+//!   default. A text that fits a sibling better, or fits everything equally, fails;
 //! - **adds words**: it brings at least one distinctive word the endpoint's doc text does
 //!   not already hold (a word found in at most a fifth of the catalog's generated texts:
 //!   "endpoint", "retrieve", "specific" are in most of them);
@@ -43,8 +43,8 @@ pub struct CheckConfig {
 impl Default for CheckConfig {
     fn default() -> Self {
         CheckConfig {
-            top: 3,
-            duplicate: 0.95,
+            top: 1,
+            duplicate: 0.85,
             new_words: true,
         }
     }
