@@ -137,9 +137,17 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: === $t ($limit) ===" >&2
     start=$(date +%s)
     # shellcheck disable=SC2046 # flags_for yields separate words on purpose
+    log="$scratch/$t.log"
     if TMPDIR="$scratch" nice -n 10 "$bin_dir/$t" "$limit" -rss_limit_mb=4096 -timeout=10 \
         -print_final_stats=1 -artifact_prefix="$ROOT/fuzz/artifacts/$t/" $(flags_for "$t") \
-        "${extra[@]}" "$ROOT/fuzz/corpus/$t"; then
+        "${extra[@]}" "$ROOT/fuzz/corpus/$t" 2>&1 | tee "$log" >&2; then
+        # A binary whose `main` is not libFuzzer's exits 0 without fuzzing: only libFuzzer's
+        # closing line says the inputs really ran.
+        if ! grep -qE '^Done [0-9]+ runs' "$log"; then
+            echo "fuzz.sh: $t: libFuzzer did not run (no 'Done N runs' line)" >&2
+            failed+=("$t")
+            continue
+        fi
         echo "fuzz.sh: $t: no crash in $(($(date +%s) - start)) s" >&2
     else
         echo "fuzz.sh: $t: CRASH (input in fuzz/artifacts/$t/; reproduce with" \
@@ -149,7 +157,7 @@ for t in "${targets[@]}"; do
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "fuzz.sh: crashed: ${failed[*]}" >&2
+    echo "fuzz.sh: failed: ${failed[*]}" >&2
     exit 1
 fi
 echo "fuzz.sh: all targets ran without a crash" >&2

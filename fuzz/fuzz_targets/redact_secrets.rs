@@ -4,3 +4,4 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| shortlist_fuzz::redact_secrets(data));
+shortlist_fuzz::libfuzzer_main!();

@@ -1066,3 +1066,32 @@ pub fn redact_secrets(data: &[u8]) {
         );
     }
 }
+
+/// The process entry point of a fuzz target: libFuzzer's driver over the target's
+/// `fuzz_target!`. libFuzzer ships its own `main` in a static archive, but the usearch SIMD
+/// library (numkong) also carries a `main` (a CPU probe) in its archive, and the linker took
+/// whichever it met first: the targets then ran the probe and exited 0 without fuzzing. A
+/// `main` in the target's own object always wins over archive members.
+#[macro_export]
+macro_rules! libfuzzer_main {
+    () => {
+        extern "C" {
+            fn LLVMFuzzerRunDriver(
+                argc: *mut ::std::os::raw::c_int,
+                argv: *mut *mut *mut ::std::os::raw::c_char,
+                test_one_input: unsafe extern "C" fn(*const u8, usize) -> ::std::os::raw::c_int,
+            ) -> ::std::os::raw::c_int;
+            fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> ::std::os::raw::c_int;
+        }
+
+        #[no_mangle]
+        pub extern "C" fn main(
+            mut argc: ::std::os::raw::c_int,
+            mut argv: *mut *mut ::std::os::raw::c_char,
+        ) -> ::std::os::raw::c_int {
+            // SAFETY: argc and argv are the process's own, as the C runtime passed them;
+            // the callback is the target's libFuzzer entry point.
+            unsafe { LLVMFuzzerRunDriver(&mut argc, &mut argv, LLVMFuzzerTestOneInput) }
+        }
+    };
+}
