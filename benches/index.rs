@@ -10,7 +10,8 @@ use serde_json::{json, Map, Value};
 use shortlist::catalog::Catalog;
 use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
-use shortlist::index::{EmbedError, Embedder, EmbedderConfig, TextEmbedder};
+use shortlist::index::vectors::TextSeeded;
+use shortlist::index::{Embedder, EmbedderConfig};
 use shortlist::shortlist::{Options, Shortlister};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -135,25 +136,6 @@ fn main() {
     }
 }
 
-/// Deterministic pseudo-random unit vectors under the real model's id and dimension, so the
-/// index opens like a real one (see `--synthetic-vectors`).
-struct SyntheticVectors<'a>(&'a Embedder);
-
-impl TextEmbedder for SyntheticVectors<'_> {
-    fn model_id(&self) -> &str {
-        self.0.model_id()
-    }
-    fn dim(&self) -> usize {
-        self.0.dim()
-    }
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|t| shortlist::index::vectors::text_seeded_row(t, self.dim()))
-            .collect())
-    }
-}
-
 fn run(
     name: &str,
     specs: &[PathBuf],
@@ -170,7 +152,7 @@ fn run(
         catalog_index::build(
             &catalog,
             data,
-            &SyntheticVectors(embedder),
+            &TextSeeded(embedder),
             DocVariant::default(),
             |_, _| {},
         )

@@ -144,7 +144,8 @@ mod scale {
     use super::*;
     use shortlist::catalog::Catalog;
     use shortlist::index::doc_text::DocVariant;
-    use shortlist::index::{catalog_index, EmbedError, Embedder, EmbedderConfig, TextEmbedder};
+    use shortlist::index::vectors::TextSeeded;
+    use shortlist::index::{catalog_index, Embedder, EmbedderConfig};
 
     /// Queries per catalog.
     const QUERIES: usize = 40;
@@ -210,7 +211,7 @@ mod scale {
                 catalog_index::build(
                     &catalog,
                     &data,
-                    &SyntheticVectors(&embedder),
+                    &TextSeeded(&embedder),
                     DocVariant::default(),
                     |_, _| {},
                 )
@@ -227,25 +228,6 @@ mod scale {
                 "| {label} | {apis} | {n} | {whole} | {meta} | {five:.0} | {answer:.0} | {top:.0} | {:.2}% |",
                 100.0 * top / whole as f64
             );
-        }
-    }
-
-    /// Deterministic pseudo-random unit vectors under the real model's id and dimension,
-    /// as `benches/index.rs --synthetic-vectors` writes them.
-    struct SyntheticVectors<'a>(&'a Embedder);
-
-    impl TextEmbedder for SyntheticVectors<'_> {
-        fn model_id(&self) -> &str {
-            self.0.model_id()
-        }
-        fn dim(&self) -> usize {
-            self.0.dim()
-        }
-        fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            Ok(texts
-                .iter()
-                .map(|t| shortlist::index::vectors::text_seeded_row(t, self.dim()))
-                .collect())
         }
     }
 }

@@ -656,12 +656,7 @@ fn store(
         prompt_tokens: tokens.0,
         completion_tokens: tokens.1,
     };
-    if let Err(e) = c.put(entry) {
-        tracing::warn!(
-            "cannot write the enrichment cache {}: {e}",
-            c.path().display()
-        );
-    }
+    c.put_or_warn(entry);
 }
 
 #[cfg(test)]

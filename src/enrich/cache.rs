@@ -131,6 +131,17 @@ impl Cache {
     }
 
     /// Stores an answer durably: appended as one line and fsynced before returning.
+    /// [`Cache::put`], with a failure logged rather than returned: a cache that cannot be
+    /// written costs a re-run its savings, never the run itself.
+    pub fn put_or_warn(&self, entry: Entry) {
+        if let Err(e) = self.put(entry) {
+            tracing::warn!(
+                "cannot write the enrichment cache {}: {e}",
+                self.path.display()
+            );
+        }
+    }
+
     pub fn put(&self, entry: Entry) -> std::io::Result<()> {
         let mut line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
         line.push('\n');

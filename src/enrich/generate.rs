@@ -247,12 +247,7 @@ async fn ask_llm(
             prompt_tokens: tokens.0,
             completion_tokens: tokens.1,
         };
-        if let Err(e) = c.put(entry) {
-            tracing::warn!(
-                "cannot write the enrichment cache {}: {e}",
-                c.path().display()
-            );
-        }
+        c.put_or_warn(entry);
     };
     if verdict.accepted.is_empty() {
         let why = format!(

@@ -428,6 +428,26 @@ pub fn random_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// An embedder that answers with [`text_seeded_row`]s under another embedder's model id and
+/// dimension, so the index it builds opens like that model's: the benchmarks' way to build
+/// and serve catalogs too large to embed on a small machine (`--synthetic-vectors`).
+pub struct TextSeeded<'a, E>(pub &'a E);
+
+impl<E: super::TextEmbedder> super::TextEmbedder for TextSeeded<'_, E> {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, super::EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| text_seeded_row(t, self.dim()))
+            .collect())
+    }
+}
+
 /// A pseudo-random unit vector seeded by a text's bytes (FNV-1a), so the same text always
 /// gets the same vector: the stand-in embedder of benchmarks that index catalogs too large
 /// to embed on a small machine (`--synthetic-vectors`).
