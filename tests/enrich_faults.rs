@@ -44,8 +44,8 @@ fn run_llm(server: &FaultLlm, spec: &Path, extra: &[&str]) -> Run {
         "--json",
         "--concurrency",
         "1",
-        // The fault server answers the per-task templates; batching is tested against the
-        // real model (enrich_llm.rs).
+        // The per-task path; the batched one (the default) has its own fault tests
+        // (enrich_batch_faults.rs) and is run against the real model (enrich_llm.rs).
         "--per-task",
         "--check",
         "off",
