@@ -8,6 +8,10 @@
 //! when either is missing the test fails with that instruction: it never skips.
 
 mod console_common;
+// The console's processes start as the server tests' do (`server_common::child_server`,
+// which needs `support`).
+mod server_common;
+mod support;
 
 use console_common::{read_spec, repo, Catalog, Server};
 use std::path::PathBuf;

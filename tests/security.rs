@@ -27,13 +27,12 @@ mod support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-use server_common::{require_model, shortlist_bin, Fixture, TOKEN, TOKEN_ENV};
+use server_common::{child_server, require_model, shortlist_bin, Fixture, TOKEN, TOKEN_ENV};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::upstream::{self, Recorded};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// A running `shortlist serve --http`, its whole stderr captured; killed when dropped.
@@ -41,50 +40,24 @@ struct Server {
     _child: Child,
     /// `host:port` it printed.
     addr: String,
+    startup: String,
     log: Arc<Mutex<String>>,
 }
 
 impl Server {
     async fn start(fx: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(shortlist_bin());
-        cmd.args(fx.serve_args(extra))
-            .env(TOKEN_ENV, TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        cmd.args(fx.serve_args(extra)).env(TOKEN_ENV, TOKEN);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("spawn shortlist serve --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&log);
-        let (tx, rx) = tokio::sync::oneshot::channel::<String>();
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(rest) = line.split("serving MCP on http://").nth(1) {
-                    let addr = rest.split('/').next().unwrap_or_default().to_string();
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(addr);
-                    }
-                }
-                if let Ok(mut l) = sink.lock() {
-                    l.push_str(&line);
-                    l.push('\n');
-                }
-            }
-        });
-        let addr = tokio::time::timeout(Duration::from_secs(120), rx)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_else(|| panic!("the server did not start: {}", log.lock().unwrap()));
+        let marker = "serving MCP on http://";
+        let s = child_server::start(cmd, marker, Duration::from_secs(120)).await;
         Server {
-            _child: child,
-            addr,
-            log,
+            _child: s.child,
+            addr: s.addr,
+            startup: s.startup,
+            log: s.log,
         }
     }
 
@@ -102,7 +75,8 @@ impl Server {
     }
 
     fn log(&self) -> String {
-        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+        let since = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        format!("{}{since}", self.startup)
     }
 }
 

@@ -4,10 +4,10 @@
 //! 127.0.0.1.
 #![allow(dead_code)]
 
+use crate::server_common::child_server;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub fn repo() -> PathBuf {
@@ -112,6 +112,9 @@ pub fn require_model() {
 pub struct Server {
     pub child: Child,
     pub port: u16,
+    /// Its stderr up to the line saying where it listens.
+    pub startup: String,
+    /// Its stderr since.
     pub log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
@@ -136,52 +139,27 @@ impl Server {
 
     async fn start(args: &[String], env: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_shortlist"));
-        cmd.args(args)
-            .env_remove("SHORTLIST_DATA_DIR")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        cmd.args(args).env_remove("SHORTLIST_DATA_DIR");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("spawn shortlist");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let mut startup = String::new();
-        let port = tokio::time::timeout(Duration::from_secs(180), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                startup.push_str(&line);
-                startup.push('\n');
-                if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-                    let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                    return port.parse::<u16>().ok();
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the server did not start: {startup}"));
-        let log = std::sync::Arc::new(std::sync::Mutex::new(startup));
-        let sink = log.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut l) = sink.lock() {
-                    l.push_str(&line);
-                    l.push('\n');
-                }
-            }
-        });
-        Server { child, port, log }
+        let s = child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(180)).await;
+        Server {
+            child: s.child,
+            port: s.port,
+            startup: s.startup,
+            log: s.log,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// Everything it printed on stderr.
     pub fn log(&self) -> String {
-        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+        let since = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        format!("{}{since}", self.startup)
     }
 }
 

@@ -7,11 +7,12 @@
 //! server was checked by real clients.
 #![allow(dead_code)]
 
+#[path = "../support/child_server.rs"]
+pub mod child_server;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The bearer token the fixture catalog sends upstream (read from `TOKEN_ENV`).
@@ -266,50 +267,16 @@ impl HttpServer {
         let mut args = fixture.serve_args(&["--http", "127.0.0.1:0"]);
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut cmd = Command::new(shortlist_bin());
-        cmd.args(&args)
-            .env(TOKEN_ENV, TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        cmd.args(&args).env(TOKEN_ENV, TOKEN);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("spawn shortlist serve --http");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let mut startup = String::new();
-        let port = tokio::time::timeout(Duration::from_secs(120), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                startup.push_str(&line);
-                startup.push('\n');
-                if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-                    let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                    return port.parse::<u16>().ok();
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the HTTP server did not start: {startup}"));
-        // Keep draining stderr so the server never blocks on a full pipe.
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = log.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut l) = sink.lock() {
-                    l.push_str(&line);
-                    l.push('\n');
-                }
-            }
-        });
+        let s = child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120)).await;
         HttpServer {
-            child,
-            port,
-            startup,
-            log,
+            child: s.child,
+            port: s.port,
+            startup: s.startup,
+            log: s.log,
         }
     }
 
