@@ -56,7 +56,9 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         ..Options::default()
     };
     let shortlister = Shortlister::from_parts(index, tables, embedder, options);
+    let started = std::time::Instant::now();
     let hits = shortlister.search(&args.query, args.k, args.api.as_deref())?;
+    tracing::info!(ms = started.elapsed().as_millis() as u64, "searched");
     if args.json {
         let out: Vec<serde_json::Value> = hits
             .iter()
@@ -97,6 +99,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
 fn open_index(
     data_dir: &std::path::Path,
 ) -> anyhow::Result<(EndpointIndex, shortlist::shortlist::tables::Tables)> {
+    let started = std::time::Instant::now();
     let index = EndpointIndex::open(data_dir)
         .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
         .with_context(|| {
@@ -107,5 +110,10 @@ fn open_index(
         })?;
     let tables = Shortlister::tables_of(&index)
         .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+    tracing::info!(
+        ms = started.elapsed().as_millis() as u64,
+        endpoints = index.len(),
+        "index opened"
+    );
     Ok((index, tables))
 }

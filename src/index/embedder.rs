@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use super::model_digest::{ContentDigest, CACHE_FILE};
 use fastembed::{InitOptionsUserDefined, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-use sha2::{Digest, Sha256};
 
 /// The set-up script by its absolute path when the source this binary was built from is
 /// still there (a `cargo install --path .` binary runs from anywhere), else by its place in
@@ -397,6 +397,14 @@ impl Embedder {
         let started = Instant::now();
         // Check every file before loading anything, so the user learns about all of it at once
         // rather than after a slow runtime load.
+        // Stamped before they are read: the digest cached for these stamps is theirs.
+        let digest = ContentDigest::stamp(
+            config.model_dir.join(CACHE_FILE),
+            &[
+                config.model_dir.join(MODEL_FILES[0]),
+                config.model_dir.join(MODEL_FILES[1]),
+            ],
+        );
         let mut bytes = Vec::with_capacity(MODEL_FILES.len());
         for name in MODEL_FILES {
             let path = config.model_dir.join(name);
@@ -409,9 +417,10 @@ impl Embedder {
             }
             bytes.push(std::fs::read(&path).map_err(|e| EmbedError::Io { path, source: e })?);
         }
+        let model_id = fingerprint(config, &digest.sha256(&[&bytes[0], &bytes[1]]));
+        let files_ms = started.elapsed().as_millis() as u64;
         let env = ort_environment(&config.ort_library, config.ort_origin)?;
-
-        let model_id = fingerprint(config, &bytes[0], &bytes[1]);
+        let runtime_ms = started.elapsed().as_millis() as u64 - files_ms;
         let model_err = |reason: String| EmbedError::Model {
             model: model_id.clone(),
             reason,
@@ -436,6 +445,7 @@ impl Embedder {
             .with_session_config("session.intra_op.allow_spinning", "0");
         let model = TextEmbedding::try_new_from_user_defined(user_model, options)
             .map_err(|e| model_err(e.to_string()))?;
+        let session_ms = started.elapsed().as_millis() as u64 - files_ms - runtime_ms;
 
         let mut embedder = Embedder {
             model: Mutex::new(model),
@@ -448,7 +458,9 @@ impl Embedder {
             .map(Vec::len)
             .filter(|&d| d > 0)
             .ok_or_else(|| model_err("the model returned an empty embedding".into()))?;
-        tracing::info!(model = %model_id, dim = embedder.dim, ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+        let ms = started.elapsed().as_millis() as u64;
+        let probe_ms = ms - files_ms - runtime_ms - session_ms;
+        tracing::info!(model = %model_id, dim = embedder.dim, ms, files_ms, runtime_ms, session_ms, probe_ms, "embedding model loaded");
         Ok(embedder)
     }
 
@@ -548,12 +560,9 @@ fn length_batches(texts: &[&str]) -> Vec<Vec<usize>> {
 const LENGTH_SLACK: usize = 48;
 
 /// `<name>@<12 hex of sha256(model.onnx, tokenizer.json)>/<pooling>/<max_length>`: the
-/// tokenizer and truncation length change embeddings as surely as the weights do.
-fn fingerprint(config: &EmbedderConfig, onnx: &[u8], tokenizer: &[u8]) -> String {
-    let mut h = Sha256::new();
-    h.update(onnx);
-    h.update(tokenizer);
-    let digest = hex::encode(h.finalize());
+/// tokenizer and truncation length change embeddings as surely as the weights do. `digest`
+/// is that sha256 in hex ([`ContentDigest`], cached beside the model).
+fn fingerprint(config: &EmbedderConfig, digest: &str) -> String {
     format!(
         "{}@{}/{}/{}",
         config.model_id,
@@ -577,6 +586,7 @@ pub(crate) fn test_embedder() -> &'static Embedder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
     use std::collections::HashMap;
     use std::ffi::OsString;
 
@@ -726,6 +736,9 @@ mod tests {
             None,
             None,
         );
+        let fingerprint = |c: &EmbedderConfig, onnx: &[u8], tok: &[u8]| {
+            fingerprint(c, &hex::encode(Sha256::digest([onnx, tok].concat())))
+        };
         let a = fingerprint(&c, b"weights", b"tok");
         assert!(
             a.starts_with("all-MiniLM-L6-v2@") && a.ends_with("/mean/256"),
@@ -744,6 +757,21 @@ mod tests {
                 b"tok"
             )
         );
+    }
+
+    /// The id an index is checked against is the digest of the files themselves, whether
+    /// it was computed now or read from the cache beside the model.
+    #[test]
+    fn the_model_id_holds_the_digest_of_the_model_files() {
+        let e = test_embedder();
+        let c = EmbedderConfig::locate();
+        let onnx = std::fs::read(c.model_dir.join("model.onnx")).unwrap();
+        let tok = std::fs::read(c.model_dir.join("tokenizer.json")).unwrap();
+        let digest = hex::encode(Sha256::digest([onnx, tok].concat()));
+        assert_eq!(e.model_id(), fingerprint(&c, &digest));
+        // A second load reads the cached digest and says the same.
+        assert!(c.model_dir.join(CACHE_FILE).is_file());
+        assert_eq!(Embedder::load(&c).unwrap().model_id(), e.model_id());
     }
 
     #[test]
@@ -864,7 +892,8 @@ mod tests {
         let c = EmbedderConfig::locate();
         let onnx = std::fs::read(c.model_dir.join("model.onnx")).unwrap();
         let t = Instant::now();
-        fingerprint(&c, &onnx, b"");
+        let nowhere = c.model_dir.join("no such folder").join(CACHE_FILE);
+        ContentDigest::stamp(nowhere, &[]).sha256(&[&onnx]);
         println!(
             "of which fingerprint (sha256 of model.onnx): {:?}",
             t.elapsed()

@@ -1,7 +1,8 @@
 //! The searchable index: doc text, embeddings, vectors, BM25 and their persistence.
 //!
 //! - [`doc_text`] turns an endpoint into the text that represents it;
-//! - [`embedder`] turns text into unit vectors with a local model;
+//! - [`embedder`] turns text into unit vectors with a local model ([`model_digest`] caches
+//!   the digest of its files);
 //! - [`store`] keeps records, texts and vectors in a data folder, rebuilt incrementally
 //!   and replaced atomically ([`generations`]), searched by [`vectors`];
 //! - [`lexical`] scores the same texts with BM25 for exact-word matches;
@@ -13,6 +14,7 @@ pub mod doc_text;
 pub mod embedder;
 pub mod generations;
 pub mod lexical;
+pub mod model_digest;
 pub mod records;
 pub mod store;
 pub mod vectors;
