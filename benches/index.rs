@@ -35,6 +35,13 @@ use std::time::{Duration, Instant};
 ///   latency of long multi-task requests, whose task parts are embedded and ranked too;
 /// - `--write-synthetic N FILE`: only write the synthetic spec.
 fn main() {
+    // `RUST_LOG=info` shows how long each step of writing the index took.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let args: Vec<String> = std::env::args().collect();
     let value = |flag: &str| {
         args.iter()
@@ -143,7 +150,13 @@ fn run(
     queries: Vec<String>,
     reuse: Option<&Path>,
 ) {
+    let t = Instant::now();
     let catalog = Catalog::load_paths(specs);
+    eprintln!(
+        "{name}: catalog loaded in {:.1} s ({} endpoints)",
+        t.elapsed().as_secs_f64(),
+        catalog.endpoints.len()
+    );
     let temp = tempfile::tempdir().expect("temp dir");
     let data = reuse.unwrap_or(temp.path());
     let synthetic_vectors = std::env::args().any(|a| a == "--synthetic-vectors");

@@ -4,6 +4,7 @@ use super::doc_text::{self, DocVariant, DOC_TEXT_VERSION};
 use super::store::{BuildStats, IndexStore, IndexedDoc, StoreError, TextEmbedder};
 use crate::catalog::{Catalog, Endpoint};
 use std::path::Path;
+use std::time::Instant;
 
 /// The index of a catalog's endpoints.
 pub type EndpointIndex = IndexStore<Endpoint>;
@@ -55,10 +56,21 @@ pub fn build(
 ) -> Result<(EndpointIndex, BuildStats), StoreError> {
     // The ranking's tables are derived from the records and stored with them, so opening
     // the index analyses nothing (crate::shortlist::tables).
+    let t = Instant::now();
     let tables = crate::shortlist::tables::Tables::build(&catalog.endpoints).encode();
+    tracing::info!(
+        ms = t.elapsed().as_millis() as u64,
+        "index: ranking tables built"
+    );
+    let t = Instant::now();
+    let docs = docs(catalog, variant);
+    tracing::info!(
+        ms = t.elapsed().as_millis() as u64,
+        "index: doc texts built"
+    );
     IndexStore::build(
         data_dir,
-        docs(catalog, variant),
+        docs,
         tables,
         catalog.sources_digest.clone(),
         embedder,

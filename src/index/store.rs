@@ -375,7 +375,9 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
         let dim = embedder.dim();
         let model_id = embedder.model_id().to_string();
         let gens = Generations::new(data_dir);
+        let phase = Phases::start();
         let mut previous = Previous::load(&gens);
+        phase.done("previous generation read");
         let compatible = previous
             .as_ref()
             .filter(|p| p.model_id == model_id && p.dim == dim);
@@ -406,6 +408,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
                 .count();
         }
 
+        phase.done("content hashes");
         let mut record_json = Vec::with_capacity(docs.len());
         let mut digest = Sha256::new();
         for d in &docs {
@@ -415,6 +418,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
             digest.update(&json);
             record_json.push(json);
         }
+        phase.done("records encoded");
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
             model_id: model_id.clone(),
@@ -460,10 +464,12 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
                 todo.len(),
             );
         }
+        phase.done("embedded");
         drop(previous);
         let rows: Vec<Vec<f32>> = rows.into_iter().map(Option::unwrap_or_default).collect();
         let vectors = VectorIndex::from_rows(dim, &rows)?;
         drop(rows);
+        phase.done("vector graph built");
 
         let (mut keys, mut texts) = (
             Vec::with_capacity(docs.len()),
@@ -474,8 +480,10 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
             texts.push(d.text);
         }
         let bm25 = Bm25::build(&texts);
+        phase.done("BM25 built");
         let docs_bin = encode_docs(&keys, &hashes, &bm25, &record_json, &texts, &extra)?;
         drop((record_json, texts, keys, bm25));
+        phase.done("docs.bin encoded");
 
         let pending = gens.begin().map_err(io_err(data_dir))?;
         let dir = pending.path();
@@ -486,6 +494,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
             serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Encode(e.to_string()))?;
         write_synced(&dir.join(MANIFEST), &manifest_json)?;
         gens.commit(pending).map_err(io_err(data_dir))?;
+        phase.done("written");
         stats.written = true;
         // What was just written is opened like any index, so a server that embedded at
         // start holds what one that did not holds: no decoded records, the vectors mapped.
@@ -493,6 +502,22 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
             Some(store) => Ok((store, stats)),
             None => Err(corrupt(data_dir, "the index just written is not there")),
         }
+    }
+}
+
+/// Logs how long each step of a build took (`RUST_LOG=info`), the step's name with the
+/// milliseconds since the previous one.
+struct Phases(std::cell::Cell<std::time::Instant>);
+
+impl Phases {
+    fn start() -> Phases {
+        Phases(std::cell::Cell::new(std::time::Instant::now()))
+    }
+
+    fn done(&self, step: &str) {
+        let now = std::time::Instant::now();
+        let ms = now.duration_since(self.0.replace(now)).as_millis() as u64;
+        tracing::info!(ms, "index: {step}");
     }
 }
 

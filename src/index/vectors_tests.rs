@@ -117,3 +117,93 @@ fn past_the_threshold_the_graph_serves_searches() {
         .count();
     assert!(found >= 70, "{found} of 72");
 }
+
+/// The graph's build time under each distance, rounds alternating:
+/// `cargo test --release --lib -- --ignored --nocapture graph_build_by_metric`.
+#[test]
+#[ignore]
+fn graph_build_by_metric() {
+    let n: usize = std::env::var("GRAPH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let rows = random_rows(n, 384, 3);
+    for round in 0..2 {
+        for metric in [usearch::ffi::MetricKind::Cos, usearch::ffi::MetricKind::IP] {
+            let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
+            VectorIndex::from_rows_with(384, &rows, QUANTIZATION, metric).unwrap();
+            println!(
+                "round {round}: {n} rows, {metric:?}: {:?} wall, {:.1} s CPU",
+                t.elapsed(),
+                cpu_seconds() - cpu
+            );
+        }
+    }
+}
+
+/// CPU seconds of this process so far (every thread), steadier than wall time on a shared
+/// machine.
+fn cpu_seconds() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    let u = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
+        u.assume_init()
+    };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// Graph build time on the benchmarks' worded stand-in vectors ([`worded_row`] of texts
+/// drawn from a small vocabulary, as the synthetic catalog's are) against pseudo-random
+/// ones, rounds alternating: `GRAPH_ROWS=N cargo test --release --lib -- --ignored
+/// --nocapture graph_build_by_structure`.
+#[test]
+#[ignore]
+fn graph_build_by_structure() {
+    let n: usize = std::env::var("GRAPH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let worded: Vec<Vec<f32>> = (0..n)
+        .map(|i| {
+            let text = format!(
+                "verb{} domain{} qualifier{} resource{} records of the service, variant {i}",
+                i % 10,
+                (i / 10) % 40,
+                (i / 400) % 25,
+                (i * 7) % 60
+            );
+            worded_row(&text, 384)
+        })
+        .collect();
+    let random = random_rows(n, 384, 3);
+    for round in 0..2 {
+        for (name, rows) in [("random", &random), ("worded", &worded)] {
+            let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
+            VectorIndex::from_rows(384, rows).unwrap();
+            println!(
+                "round {round}: {n} {name} rows: {:?} wall, {:.1} s CPU",
+                t.elapsed(),
+                cpu_seconds() - cpu
+            );
+        }
+    }
+}
+
+/// Texts that share words get nearer stand-in vectors than texts that do not, and the same
+/// text always gets the same unit vector.
+#[test]
+fn worded_rows_are_near_when_texts_share_words() {
+    let a = worded_row("List the invoices of a customer", 64);
+    let b = worded_row("list invoices by customer", 64);
+    let c = worded_row("Delete a shipment label", 64);
+    assert_eq!(a, worded_row("List the invoices of a customer", 64));
+    assert!((dot(&a, &a) - 1.0).abs() < 1e-4);
+    assert!(
+        dot(&a, &b) > dot(&a, &c) + 0.3,
+        "{} {}",
+        dot(&a, &b),
+        dot(&a, &c)
+    );
+}
