@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 /// - `--corpus DIR`: also the real-world corpus (a folder of specs, e.g. `../shared/corpus`);
 /// - `--reuse DIR`: keep the index in DIR and reuse what is there (an unchanged catalog
 ///   embeds nothing, so the throughput column then says `reused`);
-/// - `--synthetic-vectors`: store deterministic pseudo-random vectors instead of running the
-///   model over the doc texts (queries are still embedded by the real model), to measure the
+/// - `--synthetic-vectors`: store deterministic stand-in vectors with word structure
+///   (`shortlist::index::vectors::worded_row`) instead of running the model over the doc
+///   texts (queries are still embedded by the real model), to measure the
 ///   store, start and search of catalogs too large to embed on a small machine in reasonable
 ///   time; the throughput column then says `synthetic vectors`;
 /// - `--queries FILE`: time these requests (JSON Lines with a `query` field, such as the
