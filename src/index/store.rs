@@ -210,7 +210,10 @@ pub struct IndexStore<T> {
     manifest: Manifest,
     keys: Vec<String>,
     records: LazyRecords<T>,
-    by_key: HashMap<String, usize>,
+    /// Positions ordered by key, built on the first [`IndexStore::position`] (a tool call by
+    /// name): a start that only ranks never needs it, and at a million endpoints a map of
+    /// every key was a fifth of opening the index.
+    by_key: OnceLock<Vec<u32>>,
     vectors: VectorIndex,
     bm25: Bm25,
     /// `docs.bin`, whose sections the records, texts and extra bytes are read from.
@@ -333,17 +336,12 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
         let text_range = range_in(&file, docs.texts);
         let extra_range = range_in(&file, docs.extra);
         drop(docs);
-        let by_key = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (k.clone(), i))
-            .collect();
         Ok(Some(IndexStore {
             dir,
             manifest,
             keys,
             records,
-            by_key,
+            by_key: OnceLock::new(),
             vectors,
             bm25,
             file,
@@ -732,7 +730,15 @@ impl<T> IndexStore<T> {
 
     /// The doc position of this key.
     pub fn position(&self, key: &str) -> Option<usize> {
-        self.by_key.get(key).copied()
+        let order = self.by_key.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
+            order.sort_unstable_by(|&a, &b| self.keys[a as usize].cmp(&self.keys[b as usize]));
+            order
+        });
+        order
+            .binary_search_by(|&p| self.keys[p as usize].as_str().cmp(key))
+            .ok()
+            .map(|i| order[i] as usize)
     }
 
     /// The manifest of the loaded generation.

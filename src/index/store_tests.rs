@@ -133,6 +133,13 @@ fn build_then_open_round_trips_without_embedding() {
         "search_person"
     );
     assert_eq!(opened.position("add_tracks"), Some(2));
+    // Every key finds its own position, whatever the keys' order; others find none.
+    for (i, k) in opened.keys().iter().enumerate() {
+        assert_eq!(opened.position(k), Some(i), "{k}");
+    }
+    for missing in ["", "nope", "zzz", "add_track", "add_tracks_"] {
+        assert_eq!(opened.position(missing), None, "{missing}");
+    }
     assert!(opened.get("nope").is_none());
     assert!(opened.is_compatible(&e, 1) && !opened.is_compatible(&e, 2));
 
