@@ -12,7 +12,7 @@ use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
 use shortlist::index::vectors::TextSeeded;
 use shortlist::index::{Embedder, EmbedderConfig};
-use shortlist::shortlist::{Options, Shortlister};
+use shortlist::shortlist::{Options, Shortlister, DENSE_CANDIDATES};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,12 @@ use std::time::{Duration, Instant};
 /// - `--queries FILE`: time these requests (JSON Lines with a `query` field, such as the
 ///   suite's `datasets/socbench-dev/queries.jsonl`) instead of the catalog's own set: the
 ///   latency of long multi-task requests, whose task parts are embedded and ranked too;
-/// - `--write-synthetic N FILE`: only write the synthetic spec.
+/// - `--write-synthetic N FILE`: only write the synthetic spec;
+/// - `--open DIR[,DIR...]`: only time search over the indexes already in these folders (no
+///   catalog is loaded, nothing is indexed), the synthetic requests or `--queries`,
+///   `--rounds N` times (default 5), the folders taking turns query by query so that a
+///   noisy machine weighs on each alike; `DIR:every` ranks a graph-served index by scoring
+///   every endpoint, as before candidate ranking (`src/shortlist/pool.rs`).
 fn main() {
     // `RUST_LOG=info` shows how long each step of writing the index took.
     if std::env::var_os("RUST_LOG").is_some() {
@@ -75,6 +80,12 @@ fn main() {
         }
         q
     });
+    if let Some(dirs) = value("--open") {
+        let rounds = value("--rounds").and_then(|r| r.parse().ok()).unwrap_or(5);
+        let queries = given_queries.unwrap_or_else(synthetic_queries);
+        time_open(&dirs, &queries, rounds);
+        return;
+    }
     let Some(only) = value("--only") else {
         println!("| catalog | endpoints | index time | endpoints/s | search p50 | search p99 | index on disk | cold start | peak RSS | server RSS |");
         println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -223,6 +234,82 @@ fn run(
         ms(cold),
         peak_rss_mb()
     );
+}
+
+/// `--open`: search latency over existing indexes, one row per folder. A request's
+/// texts (the whole request and its task parts) are also embedded on their own, so the row
+/// says how much of a search is the model and how much the ranking.
+fn time_open(dirs: &str, queries: &[String], rounds: usize) {
+    use shortlist::index::catalog_index::EndpointIndex;
+    let shortlisters: Vec<(&str, Shortlister)> = dirs
+        .split(',')
+        .map(|name| {
+            let (d, every) = match name.strip_suffix(":every") {
+                Some(d) => (d, true),
+                None => (name, false),
+            };
+            let index = EndpointIndex::open(Path::new(d))
+                .unwrap_or_else(|e| panic!("{d}: {e}"))
+                .unwrap_or_else(|| panic!("{d}: no index"));
+            let mut s =
+                Shortlister::new(index, embedder_clone(), Options::default()).expect("shortlister");
+            s.set_graph_ranking(DENSE_CANDIDATES, !every);
+            (name, s)
+        })
+        .collect();
+    let texts = |q: &String| {
+        let mut t = vec![q.clone()];
+        t.extend(shortlist::shortlist::tasks::split(q));
+        t
+    };
+    let mut search = vec![Vec::new(); shortlisters.len()];
+    let mut embed = vec![Vec::new(); shortlisters.len()];
+    let mut dense = vec![Vec::new(); shortlisters.len()];
+    for round in 0..=rounds {
+        for q in queries {
+            for (i, (_, s)) in shortlisters.iter().enumerate() {
+                let t = Instant::now();
+                let hits = s.search(q, 10, None).expect("search");
+                let took = t.elapsed();
+                assert!(!hits.is_empty());
+                let t = Instant::now();
+                let vectors = s.embedder().embed(&texts(q)).expect("embed");
+                let embedded = t.elapsed();
+                // The dense scores as ranking gets them: the graph's nearest, or every row
+                // scanned.
+                let t = Instant::now();
+                for v in &vectors {
+                    if s.index().vectors().has_ann() {
+                        s.index().search(v, DENSE_CANDIDATES).expect("graph search");
+                    } else {
+                        s.index().similarity_all(v).expect("scan");
+                    }
+                }
+                // Round 0 warms up.
+                if round > 0 {
+                    search[i].push(took);
+                    embed[i].push(embedded);
+                    dense[i].push(t.elapsed());
+                }
+            }
+        }
+    }
+    println!("| index | endpoints | search p50 | search p99 | of which: embedding p50 | dense scores p50 |");
+    println!("|---|---|---|---|---|---|");
+    for (i, (d, s)) in shortlisters.iter().enumerate() {
+        let pct = |v: &mut Vec<Duration>, p: f64| {
+            v.sort();
+            ms(v[((v.len() as f64 * p) as usize).min(v.len() - 1)])
+        };
+        println!(
+            "| {d} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+            s.len(),
+            pct(&mut search[i], 0.5),
+            pct(&mut search[i], 0.99),
+            pct(&mut embed[i], 0.5),
+            pct(&mut dense[i], 0.5)
+        );
+    }
 }
 
 /// A `shortlist serve` (stdio) on the same catalog and index: its peak and settled RSS

@@ -17,6 +17,7 @@ pub mod cut;
 pub mod expand;
 pub mod explain;
 pub mod fusion;
+mod pool;
 pub mod prereq;
 pub mod siblings;
 pub mod tables;
@@ -34,7 +35,7 @@ use serde::{Deserialize, Serialize};
 const HEAD_MARGIN: usize = 16;
 
 /// Nearest neighbours taken from the HNSW graph per query text in large catalogs.
-const DENSE_CANDIDATES: usize = 256;
+pub const DENSE_CANDIDATES: usize = 256;
 
 /// Which retrievers are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -134,6 +135,11 @@ pub struct Shortlister {
     embedder: Embedder,
     tables: tables::Tables,
     options: Options,
+    /// Nearest neighbours taken from the graph per query text ([`DENSE_CANDIDATES`]).
+    dense_candidates: usize,
+    /// Whether a graph-served catalog is ranked from its candidates ([`pool`]) rather than
+    /// by scoring every endpoint (the same ranking, checked in `pool_tests.rs`).
+    pooled: bool,
 }
 
 /// Scores of one query text over all positions.
@@ -187,7 +193,18 @@ impl Shortlister {
             embedder,
             tables,
             options,
+            dense_candidates: DENSE_CANDIDATES,
+            pooled: true,
         }
+    }
+
+    /// How a catalog served by the HNSW graph is ranked: `candidates` nearest neighbours
+    /// per query text, and from those candidates and the BM25 matches alone (`pooled`) or
+    /// by scoring every endpoint. The defaults ([`DENSE_CANDIDATES`], pooled) are what
+    /// search uses; the others are for tests and measurements.
+    pub fn set_graph_ranking(&mut self, candidates: usize, pooled: bool) {
+        self.dense_candidates = candidates;
+        self.pooled = pooled;
     }
 
     pub fn index(&self) -> &EndpointIndex {
@@ -291,10 +308,11 @@ impl Shortlister {
         head: usize,
     ) -> Result<Vec<Hit>, ShortlistError> {
         let n = self.index.len();
-        let allowed: Vec<bool> = (0..n)
-            .map(|i| apis.is_none_or(|a| a.contains(&self.tables.api(i))))
-            .collect();
-        if n == 0 || !allowed.contains(&true) {
+        // Without a filter every endpoint is allowed, and a graph-served catalog is ranked
+        // from its candidates without a table of every endpoint.
+        let allowed: Option<Vec<bool>> =
+            apis.map(|apis| (0..n).map(|i| apis.contains(&self.tables.api(i))).collect());
+        if n == 0 || allowed.as_ref().is_some_and(|a| !a.contains(&true)) {
             return Ok(Vec::new());
         }
         let mut texts = vec![query.to_string()];
@@ -305,14 +323,36 @@ impl Shortlister {
             Retrieval::Lexical => Vec::new(),
             _ => self.embedder.embed(&texts)?,
         };
-        let mut scored = Vec::with_capacity(texts.len());
-        for (i, t) in texts.iter().enumerate() {
-            scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
-        }
+        self.rank_texts(query, &texts, &vectors, allowed, head)
+    }
+
+    /// [`Shortlister::rank_head`] of the request `texts` (the whole `query`, then its
+    /// tasks) with their embeddings `vectors` (none for lexical retrieval), among the
+    /// `allowed` positions (all when `None`).
+    fn rank_texts(
+        &self,
+        query: &str,
+        texts: &[String],
+        vectors: &[Vec<f32>],
+        allowed: Option<Vec<bool>>,
+        head: usize,
+    ) -> Result<Vec<Hit>, ShortlistError> {
+        let n = self.index.len();
         // A request of few tasks may be one chain of steps (look a thing up, then act on
         // it); in a request of many, the list's room goes to the tasks themselves.
         let tasks = (texts.len() - 1).max(1);
         let chain = tasks <= self.options.chain_max_tasks;
+        let filtered = allowed.as_ref().is_some_and(|a| a.contains(&false));
+        if !filtered && self.pool_applies() {
+            if let Some(hits) = self.rank_pooled(query, texts, vectors, chain, head)? {
+                return Ok(hits);
+            }
+        }
+        let allowed = allowed.unwrap_or_else(|| vec![true; n]);
+        let mut scored = Vec::with_capacity(texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
+        }
         let weights = self.request_weights(query, chain);
         for sc in scored.iter_mut() {
             for (i, w) in weights.iter().enumerate() {
@@ -344,10 +384,16 @@ impl Shortlister {
             .collect();
         if self.options.expand && chain {
             let names = expand::names_something(query);
-            hits = expand::expand(&hits, &rank_score, &self.tables.graph, &allowed, names);
+            hits = expand::expand(
+                &hits,
+                &|p| rank_score[p],
+                &self.tables.graph,
+                &|p| allowed[p],
+                names,
+            );
         }
         if let Some(ratio) = self.options.cut {
-            hits = cut::cut(hits, &confidence, ratio, &part_tops);
+            hits = cut::cut(hits, &|p| confidence[p], ratio, &part_tops);
         }
         Ok(cut::monotone(hits))
     }
@@ -360,27 +406,8 @@ impl Shortlister {
     /// - it names something (a quoted or capitalised phrase): reads that need no identifier
     ///   and look nothing up (`/movie/popular`), since a named thing is looked up first.
     fn request_weights(&self, query: &str, chain: bool) -> Vec<f32> {
-        let o = &self.options;
-        let mut weights = vec![1.0f32; self.index.len()];
-        let mut weigh = |w: f32, which: &dyn Fn(usize) -> bool| {
-            let w = w.clamp(0.0, 1.0);
-            if w != 1.0 {
-                for (i, x) in weights.iter_mut().enumerate() {
-                    if which(i) {
-                        *x *= w;
-                    }
-                }
-            }
-        };
-        let said = crate::index::lexical::tokenize(query);
-        let t = &self.tables;
-        weigh(o.sibling_weight, &|i| t.siblings.passed_over(i, &said));
-        if chain && expand::names_something(query) {
-            weigh(o.name_list_weight, &|i| {
-                t.safe[i] && t.graph.needs(i).is_empty() && !t.graph.is_lookup(i)
-            });
-        }
-        weights
+        let weigher = Weigher::new(self, query, chain);
+        (0..self.index.len()).map(|i| weigher.weight(i)).collect()
     }
 
     /// Cosine similarity of every position to `vector`. Catalogs large enough to carry an
@@ -393,7 +420,7 @@ impl Shortlister {
         if !self.index.vectors().has_ann() || filtered {
             return Ok(self.index.similarity_all(vector)?);
         }
-        let near = self.index.search(vector, DENSE_CANDIDATES)?;
+        let near = self.index.search(vector, self.dense_candidates)?;
         let floor = near.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
         let floor = if floor.is_finite() { floor } else { 0.0 };
         let mut scores = vec![floor; allowed.len()];
@@ -473,4 +500,46 @@ fn combine(scored: &[Scored], allowed: &[bool], options: &Options) -> (Vec<f32>,
         })
         .collect();
     (fusion::rrf(&rankings, options.rrf_k), confidence)
+}
+
+/// The request weights ([`Shortlister::request_weights`]) one position at a time.
+struct Weigher<'a> {
+    shortlister: &'a Shortlister,
+    /// The request's stemmed words.
+    said: Vec<String>,
+    /// The sibling weight, when it is not 1.
+    sibling: Option<f32>,
+    /// The name-list weight, when the request names something and the weight is not 1.
+    name_list: Option<f32>,
+}
+
+impl<'a> Weigher<'a> {
+    fn new(shortlister: &'a Shortlister, query: &str, chain: bool) -> Weigher<'a> {
+        let o = &shortlister.options;
+        let not_one = |w: f32| Some(w.clamp(0.0, 1.0)).filter(|&w| w != 1.0);
+        Weigher {
+            shortlister,
+            said: crate::index::lexical::tokenize(query),
+            sibling: not_one(o.sibling_weight),
+            name_list: not_one(o.name_list_weight)
+                .filter(|_| chain && expand::names_something(query)),
+        }
+    }
+
+    /// The product of the weights that apply to position `i`, in rule order.
+    fn weight(&self, i: usize) -> f32 {
+        let t = &self.shortlister.tables;
+        let mut x = 1.0f32;
+        if let Some(w) = self.sibling {
+            if t.siblings.passed_over(i, &self.said) {
+                x *= w;
+            }
+        }
+        if let Some(w) = self.name_list {
+            if t.safe[i] && t.graph.needs(i).is_empty() && !t.graph.is_lookup(i) {
+                x *= w;
+            }
+        }
+        x
+    }
 }

@@ -156,6 +156,11 @@ impl Bm25 {
                 if doc as usize >= n {
                     return Err(r.damaged(format!("posting of document {doc} of {n}")));
                 }
+                // Postings are in document order, each document once: scoring one document
+                // searches them (`Bm25Query::score`).
+                if list.last().is_some_and(|&(last, _)| last >= doc) {
+                    return Err(r.damaged(format!("postings of {t:?} out of document order")));
+                }
                 list.push((doc, r.u32()?));
             }
             postings.insert(t, list);
@@ -184,28 +189,44 @@ impl Bm25 {
     /// repeated in the query counts once per occurrence, as in the original formulation.
     pub fn scores(&self, query: &str) -> Vec<f32> {
         let mut scores = vec![0.0f32; self.doc_len.len()];
-        let n = self.doc_len.len() as f32;
-        let Bm25Params { k1, b } = self.params;
-        for term in tokenize(query) {
-            let Some(list) = self.postings.get(&term) else {
-                continue;
-            };
-            let df = list.len() as f32;
-            // The "+1" variant (Lucene's) keeps idf positive for terms in most documents, so
-            // matching a common word never lowers a score.
-            let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
-            for &(doc, tf) in list {
-                let tf = tf as f32;
-                let len_ratio = if self.avg_len > 0.0 {
-                    self.doc_len[doc as usize] as f32 / self.avg_len
-                } else {
-                    1.0
-                };
-                scores[doc as usize] +=
-                    idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len_ratio));
-            }
-        }
+        self.query(query)
+            .each_posting(|doc, s| scores[doc as usize] += s);
         scores
+    }
+
+    /// The documents where a query term occurs, with their scores ([`Bm25Query::matches`]).
+    pub fn matches(&self, query: &str) -> Vec<(u32, f32)> {
+        self.query(query).matches()
+    }
+
+    /// The terms of `query` looked up once, to score documents with.
+    pub fn query(&self, query: &str) -> Bm25Query<'_> {
+        let n = self.doc_len.len() as f32;
+        let terms = tokenize(query)
+            .iter()
+            .filter_map(|t| self.postings.get(t))
+            .map(|list| {
+                let df = list.len() as f32;
+                // The "+1" variant (Lucene's) keeps idf positive for terms in most documents,
+                // so matching a common word never lowers a score.
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln_1p();
+                (idf, list.as_slice())
+            })
+            .collect();
+        Bm25Query { bm25: self, terms }
+    }
+
+    /// What one occurrence of a term (of inverse document frequency `idf`, `tf` times in
+    /// `doc`) adds to the document's score.
+    fn term_score(&self, idf: f32, doc: u32, tf: u32) -> f32 {
+        let Bm25Params { k1, b } = self.params;
+        let tf = tf as f32;
+        let len_ratio = if self.avg_len > 0.0 {
+            self.doc_len[doc as usize] as f32 / self.avg_len
+        } else {
+            1.0
+        };
+        idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len_ratio))
     }
 
     /// The `k` best documents with a positive score, best first; ties by document order.
@@ -219,6 +240,69 @@ impl Bm25 {
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
         hits
+    }
+}
+
+/// A query's terms looked up in a [`Bm25`] index ([`Bm25::query`]).
+pub struct Bm25Query<'a> {
+    bm25: &'a Bm25,
+    /// Inverse document frequency and postings (by document) of each query term the index
+    /// knows, in query order; a repeated term is repeated.
+    terms: Vec<(f32, &'a [(u32, u32)])>,
+}
+
+impl Bm25Query<'_> {
+    /// Calls `add(doc, score)` for every posting of every term, terms in query order.
+    fn each_posting(&self, mut add: impl FnMut(u32, f32)) {
+        for &(idf, list) in &self.terms {
+            for &(doc, tf) in list {
+                add(doc, self.bm25.term_score(idf, doc, tf));
+            }
+        }
+    }
+
+    /// The documents where a query term occurs, with their scores ([`Bm25::scores`]
+    /// without the zeros), in no particular order: the work is the matching postings, not
+    /// the number of documents, for a ranking that looks at candidates only. Each score is
+    /// summed in the same order as in [`Bm25::scores`], so the two agree to the bit.
+    pub fn matches(&self) -> Vec<(u32, f32)> {
+        thread_local! {
+            /// One sum per document, all zero between calls (only the matched ones are
+            /// touched and reset), so a query allocates nothing the size of the catalog.
+            static SUMS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let n = self.bm25.doc_len.len();
+        SUMS.with(|sums| {
+            let mut sums = sums.borrow_mut();
+            if sums.len() < n {
+                sums.resize(n, 0.0);
+            }
+            let mut seen = vec![0u64; n.div_ceil(64)];
+            let mut docs: Vec<u32> = Vec::new();
+            self.each_posting(|doc, s| {
+                let (word, bit) = (doc as usize / 64, 1u64 << (doc % 64));
+                if seen[word] & bit == 0 {
+                    seen[word] |= bit;
+                    docs.push(doc);
+                }
+                sums[doc as usize] += s;
+            });
+            docs.into_iter()
+                .map(|d| (d, std::mem::take(&mut sums[d as usize])))
+                .collect()
+        })
+    }
+
+    /// The score of one document, as [`Bm25::scores`] gives it (to the bit: the terms are
+    /// added in the same order), from a binary search of each term's postings.
+    pub fn score(&self, doc: usize) -> f32 {
+        let mut sum = 0.0f32;
+        for &(idf, list) in &self.terms {
+            if let Ok(i) = list.binary_search_by_key(&doc, |p| p.0 as usize) {
+                sum += self.bm25.term_score(idf, list[i].0, list[i].1);
+            }
+        }
+        sum
     }
 }
 
@@ -321,10 +405,52 @@ mod tests {
         }
     }
 
+    /// The matches are the non-zero scores, and one document's score is its score, to the
+    /// bit, whatever the order of the terms or their repetition; one call leaves nothing
+    /// behind for the next.
+    #[test]
+    fn matches_are_the_nonzero_scores() {
+        let bm = Bm25::build(&docs(&[
+            "GET /movie/{movie_id}/credits Get the cast and crew for a movie",
+            "GET /search/person Search for people by name",
+            "POST /playlists/{playlist_id}/tracks Add tracks to a playlist",
+            "GET /movie/popular Popular movies",
+            "",
+        ]));
+        for q in [
+            "movie cast",
+            "popular movie movie",
+            "add a track to my playlist and search for a person",
+            "zebra",
+            "",
+        ] {
+            let mut matches = bm.matches(q);
+            matches.sort_by_key(|m| m.0);
+            let nonzero: Vec<(u32, f32)> = bm
+                .scores(q)
+                .into_iter()
+                .enumerate()
+                .filter(|&(_, s)| s != 0.0)
+                .map(|(d, s)| (d as u32, s))
+                .collect();
+            let bits =
+                |v: &[(u32, f32)]| v.iter().map(|&(d, s)| (d, s.to_bits())).collect::<Vec<_>>();
+            assert_eq!(bits(&matches), bits(&nonzero), "{q}");
+            let one = bm.query(q);
+            for (d, s) in bm.scores(q).into_iter().enumerate() {
+                assert_eq!(one.score(d).to_bits(), s.to_bits(), "{q} doc {d}");
+            }
+        }
+        let small = Bm25::build(&docs(&["movie"]));
+        assert_eq!(small.matches("movie").len(), 1);
+        assert_eq!(bm.matches("credits").len(), 1);
+    }
+
     #[test]
     fn empty_corpus_and_empty_query_are_harmless() {
         let bm = Bm25::build(&[]);
         assert!(bm.is_empty() && bm.scores("anything").is_empty());
+        assert!(bm.matches("anything").is_empty());
         let bm = Bm25::build(&docs(&["", "the of and"]));
         assert_eq!(bm.scores(""), [0.0, 0.0]);
         assert_eq!(bm.scores("the"), [0.0, 0.0]);

@@ -786,6 +786,14 @@ impl<T> IndexStore<T> {
         &self.vectors
     }
 
+    /// Overrides the size up to which searches scan every vector
+    /// ([`VectorIndex::with_exact_max`]), so that tests can put a small catalog on the
+    /// graph.
+    pub fn with_exact_max(mut self, exact_max: usize) -> Self {
+        self.vectors = self.vectors.with_exact_max(exact_max);
+        self
+    }
+
     /// The BM25 index over the doc texts, as stored with them.
     pub fn lexical(&self) -> &Bm25 {
         &self.bm25

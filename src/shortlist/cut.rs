@@ -14,17 +14,22 @@ use super::{Hit, Source};
 /// Keeps the endpoints ranked for the query (or one of its tasks) whose
 /// confidence is at least `ratio` times the first one's, the endpoints in `always` (the
 /// best match of each task of a multi-task query), and the prerequisites of kept
-/// endpoints. The first endpoint is always kept.
-pub fn cut(hits: Vec<Hit>, confidence: &[f32], ratio: f32, always: &[usize]) -> Vec<Hit> {
+/// endpoints. The first endpoint is always kept. `confidence` gives a position's.
+pub fn cut(
+    hits: Vec<Hit>,
+    confidence: &dyn Fn(usize) -> f32,
+    ratio: f32,
+    always: &[usize],
+) -> Vec<Hit> {
     let Some(first) = hits.first() else {
         return hits;
     };
-    let floor = confidence[first.position] * ratio;
+    let floor = confidence(first.position) * ratio;
     let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
     for (i, h) in hits.iter().enumerate() {
         let keep = match h.source {
             _ if i == 0 => true,
-            Source::Query => confidence[h.position] >= floor || always.contains(&h.position),
+            Source::Query => confidence(h.position) >= floor || always.contains(&h.position),
             Source::Prerequisite(of) => kept.iter().any(|k| k.position == of),
         };
         if keep {
@@ -59,7 +64,7 @@ mod tests {
 
     #[test]
     fn keeps_what_clears_the_floor() {
-        let conf = [1.0, 0.9, 0.2, 0.95, 0.45];
+        let conf = |p: usize| [1.0, 0.9, 0.2, 0.95, 0.45][p];
         let q = Source::Query;
         let hits = vec![
             hit(0, q),

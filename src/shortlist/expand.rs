@@ -9,6 +9,7 @@
 
 use super::prereq::{Evidence, Graph, Need};
 use super::{Hit, Source};
+use std::collections::{HashMap, HashSet};
 
 /// How many producer steps are followed from one retrieved endpoint.
 const MAX_CHAIN: usize = 2;
@@ -18,31 +19,30 @@ const OWN_TOP: usize = 8;
 
 /// Where endpoints stand in the ranking: their place in the (possibly truncated) list of
 /// hits, and for the endpoints beyond it, their score, which is what ordered the rest of
-/// the full ranking.
+/// the full ranking. Kept per hit, not per endpoint: a catalog may be far larger than a
+/// list.
 struct Standing<'a> {
-    rank: Vec<usize>,
-    scores: &'a [f32],
+    rank: HashMap<usize, usize>,
+    score: &'a dyn Fn(usize) -> f32,
 }
 
 impl Standing<'_> {
-    fn new<'a>(hits: &[Hit], scores: &'a [f32]) -> Standing<'a> {
-        let mut rank = vec![usize::MAX; scores.len()];
+    fn new<'a>(hits: &[Hit], score: &'a dyn Fn(usize) -> f32) -> Standing<'a> {
+        let mut rank = HashMap::with_capacity(hits.len());
         for (r, h) in hits.iter().enumerate() {
-            if let Some(x) = rank.get_mut(h.position) {
-                *x = (*x).min(r);
-            }
+            rank.entry(h.position).or_insert(r);
         }
-        Standing { rank, scores }
+        Standing { rank, score }
     }
 
     /// Place in the hits, `usize::MAX` beyond them.
     fn rank(&self, q: usize) -> usize {
-        self.rank.get(q).copied().unwrap_or(usize::MAX)
+        self.rank.get(&q).copied().unwrap_or(usize::MAX)
     }
 
     /// Which of two endpoints stands higher (`Less`: `a`).
     fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let score = |q: usize| self.scores.get(q).copied().unwrap_or(f32::NEG_INFINITY);
+        let score = self.score;
         match (self.rank(a), self.rank(b)) {
             (usize::MAX, usize::MAX) => score(b).total_cmp(&score(a)).then(a.cmp(&b)),
             (ra, rb) => ra.cmp(&rb),
@@ -54,23 +54,23 @@ impl Standing<'_> {
 /// identifiers it needs that no endpoint placed so far produces. Producers are expanded
 /// in turn (track -> album -> artist), each endpoint appears once, and an inserted endpoint
 /// carries its consumer's score. `hits` may be the head of the ranking only: producers
-/// beyond it are compared by `scores`, the ranking's own order there.
+/// beyond it are compared by `score` (of a position), the ranking's own order there;
+/// `allowed` says which positions may be added.
 pub fn expand(
     hits: &[Hit],
-    scores: &[f32],
+    score: &dyn Fn(usize) -> f32,
     graph: &Graph,
-    allowed: &[bool],
+    allowed: &dyn Fn(usize) -> bool,
     names: bool,
 ) -> Vec<Hit> {
-    let rank = Standing::new(hits, scores);
-    let mut placed = vec![false; allowed.len()];
+    let rank = Standing::new(hits, score);
+    let mut placed: HashSet<usize> = HashSet::new();
     let mut out: Vec<Hit> = Vec::with_capacity(hits.len());
     for hit in hits {
         let p = hit.position;
-        if placed[p] {
+        if !placed.insert(p) {
             continue;
         }
-        placed[p] = true;
         out.push(*hit);
         // Depth-first, so a producer's own producer follows it directly.
         let mut stack = vec![(p, 0usize)];
@@ -80,7 +80,7 @@ pub fn expand(
             }
             let mut picked: Vec<usize> = Vec::new();
             for need in graph.needs(consumer) {
-                if need.producers.iter().any(|&q| placed[q]) {
+                if need.producers.iter().any(|q| placed.contains(q)) {
                     continue;
                 }
                 let choice = pick(need, graph, &rank, allowed);
@@ -100,8 +100,7 @@ pub fn expand(
                     _ => choice,
                 };
                 for q in [choice, lookup].into_iter().flatten() {
-                    if !placed[q] {
-                        placed[q] = true;
+                    if placed.insert(q) {
                         picked.push(q);
                     }
                 }
@@ -121,9 +120,14 @@ pub fn expand(
 
 /// The producer to add for `need`: the best-ranked one, or for producers that merely
 /// mention the noun, the most general (shortest path) one.
-fn pick(need: &Need, graph: &Graph, rank: &Standing, allowed: &[bool]) -> Option<usize> {
+fn pick(
+    need: &Need,
+    graph: &Graph,
+    rank: &Standing,
+    allowed: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     // A producer that needs identifiers of its own costs the agent another step.
-    let candidates = need.producers.iter().copied().filter(|&q| allowed[q]);
+    let candidates = need.producers.iter().copied().filter(|&q| allowed(q));
     let needy = |q: usize| !graph.needs(q).is_empty();
     match need.evidence {
         Evidence::Mentioned => candidates.min_by(|&a, &b| {
@@ -136,11 +140,16 @@ fn pick(need: &Need, graph: &Graph, rank: &Standing, allowed: &[bool]) -> Option
 }
 
 /// The best-ranked lookup among the need's producers.
-fn best_lookup(need: &Need, graph: &Graph, rank: &Standing, allowed: &[bool]) -> Option<usize> {
+fn best_lookup(
+    need: &Need,
+    graph: &Graph,
+    rank: &Standing,
+    allowed: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     need.producers
         .iter()
         .copied()
-        .filter(|&q| allowed[q] && graph.is_lookup(q))
+        .filter(|&q| allowed(q) && graph.is_lookup(q))
         .min_by(|&a, &b| rank.cmp(a, b))
 }
 
