@@ -274,7 +274,9 @@ pub fn enriched_path(original: &Path) -> PathBuf {
     original.with_file_name(format!("{stem}{ENRICHED_INFIX}.{ext}"))
 }
 
-fn is_enriched(p: &Path) -> bool {
+/// Whether `p` is an enriched copy (`name.enriched.ext`), which the loader reads in place
+/// of its original rather than as a spec of its own.
+pub fn is_enriched(p: &Path) -> bool {
     p.file_stem()
         .and_then(|s| s.to_str())
         .is_some_and(|s| s.ends_with(ENRICHED_INFIX))

@@ -152,7 +152,8 @@ fn per_catalog(folder: &Path, queries: &Path) -> Result<Vec<Setting>, String> {
     let files: Vec<PathBuf> = std::fs::read_dir(folder)
         .map_err(|e| format!("{}: {e}", folder.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
+        // An enriched copy is read in place of its original, not as a spec of its own.
+        .filter(|p| p.is_file() && !catalog::is_enriched(p))
         .collect();
     let mut settings = Vec::new();
     for c in catalogs {
@@ -330,7 +331,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let specs = dir.path().join("specs");
         std::fs::create_dir(&specs).unwrap();
-        for f in ["r1__shop__a.json", "r1__shop__b.json", "r1__bank__a.json"] {
+        // `r1__shop__a.enriched.json` is read in place of its original, not beside it.
+        for f in [
+            "r1__shop__a.json",
+            "r1__shop__a.enriched.json",
+            "r1__shop__b.json",
+            "r1__bank__a.json",
+        ] {
             write(&specs, f, "{}");
         }
         write(
@@ -374,7 +381,13 @@ per_catalog = true
         assert_eq!(per.len(), 2);
         assert_eq!(per[0].name, "r1/bank");
         assert_eq!(per[0].specs, [specs.join("r1__bank__a.json")]);
-        assert_eq!(per[1].specs.len(), 2);
+        assert_eq!(
+            per[1].specs,
+            [
+                specs.join("r1__shop__a.json"),
+                specs.join("r1__shop__b.json")
+            ]
+        );
         assert_eq!(per[1].queries[0].catalog.as_deref(), Some("r1/shop"));
     }
 
