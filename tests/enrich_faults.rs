@@ -8,31 +8,15 @@ mod enrich_cli;
 #[path = "support/fault_llm.rs"]
 mod fault_llm;
 
+use enrich_cli::bare_gets as spec;
 use enrich_cli::*;
 use fault_llm::{FaultLlm, Reply};
 use serde_json::{json, Value};
 use shortlist::catalog::enriched_path;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const MODEL: &str = "fault-model";
-
-/// A spec of GET endpoints at `paths`, each with an operationId only, plus `params`.
-fn spec(dir: &Path, paths: &[&str], params: Value) -> PathBuf {
-    let mut p = serde_json::Map::new();
-    for path in paths {
-        let id = format!("get{}", path.trim_start_matches('/'));
-        p.insert(
-            path.to_string(),
-            json!({"get": {"operationId": id, "parameters": params, "responses": {"200": {"description": "OK"}}}}),
-        );
-    }
-    write_json(
-        dir,
-        "api.json",
-        &json!({"openapi": "3.0.0", "info": {"title": "T", "version": "1"}, "paths": p}),
-    )
-}
 
 fn run_llm(server: &FaultLlm, spec: &Path, extra: &[&str]) -> Run {
     let data = spec.parent().unwrap().join("data");

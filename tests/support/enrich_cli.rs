@@ -133,3 +133,21 @@ pub fn tiny_spec() -> Value {
             "schema": {"type": "string", "minLength": 1}}}}
     })
 }
+
+/// A spec (`api.json` in `dir`) of GET endpoints at `paths`, each with an operationId only
+/// (`/alpha` -> `getalpha`) plus `params`: endpoints with nothing but their names.
+pub fn bare_gets(dir: &Path, paths: &[&str], params: Value) -> PathBuf {
+    let mut p = serde_json::Map::new();
+    for path in paths {
+        let id = format!("get{}", path.trim_start_matches('/'));
+        p.insert(
+            path.to_string(),
+            json!({"get": {"operationId": id, "parameters": params, "responses": {"200": {"description": "OK"}}}}),
+        );
+    }
+    write_json(
+        dir,
+        "api.json",
+        &json!({"openapi": "3.0.0", "info": {"title": "T", "version": "1"}, "paths": p}),
+    )
+}
