@@ -420,9 +420,7 @@ impl Shortlister {
         if !self.index.vectors().has_ann() || filtered {
             return Ok(self.index.similarity_all(vector)?);
         }
-        let near = self.index.search(vector, self.dense_candidates)?;
-        let floor = near.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
-        let floor = if floor.is_finite() { floor } else { 0.0 };
+        let (near, floor) = self.nearest(vector)?;
         let mut scores = vec![floor; allowed.len()];
         for (i, s) in near {
             if let Some(x) = scores.get_mut(i) {
@@ -430,6 +428,15 @@ impl Shortlister {
             }
         }
         Ok(scores)
+    }
+
+    /// The graph's nearest positions to `vector` with their cosines, and the score every
+    /// other position takes: the lowest of them (0 once rescaled; 0 when there are none).
+    fn nearest(&self, vector: &[f32]) -> Result<(Vec<(usize, f32)>, f32), ShortlistError> {
+        let near = self.index.search(vector, self.dense_candidates)?;
+        let floor = near.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
+        let floor = if floor.is_finite() { floor } else { 0.0 };
+        Ok((near, floor))
     }
 
     /// Scores of one text: dense, lexical or both fused.

@@ -204,10 +204,8 @@ impl Shortlister {
         }
         let mut found = Vec::with_capacity(texts.len());
         for (t, v) in texts.iter().zip(vectors) {
-            let mut near = self.index.search(v, self.dense_candidates)?;
-            // As `Shortlister::dense`: every other endpoint scores the lowest of them.
-            let floor = near.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
-            let floor = if floor.is_finite() { floor } else { 0.0 };
+            // As `Shortlister::dense`: every other endpoint scores the floor.
+            let (mut near, floor) = self.nearest(v)?;
             let rest = (near.len() < n).then_some(floor);
             let dense = Scale::of(near.iter().map(|h| h.1).chain(rest));
             near.sort_unstable_by_key(|h| h.0);
