@@ -372,6 +372,12 @@ fn a_killed_run_resumes_without_losing_finished_work() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let s = r.summary();
     assert_eq!(s["cache_hits"], 4, "{s}");
+    assert!(
+        r.stderr
+            .contains("enriched 3/3 endpoints (2 from the cache)"),
+        "the progress line tells cached endpoints apart: {}",
+        r.stderr
+    );
     let asked: Vec<String> = fresh.seen().iter().map(|x| x.prompt()).collect();
     assert_eq!(asked.len(), 2, "only /c's two tasks: {asked:?}");
     assert!(asked.iter().all(|p| p.contains("/c")));

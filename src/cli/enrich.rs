@@ -148,7 +148,7 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
         let b = ProgressBar::new(0);
         b.set_style(
             ProgressStyle::with_template(
-                "enriching {bar:40} {pos}/{len} endpoints ({elapsed}, eta {eta}) {msg}",
+                "enriching {bar:40} {pos}/{len} endpoints ({elapsed}) {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
@@ -165,7 +165,11 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
                     b.set_length(endpoints as u64);
                 }
             }
-            Progress::Done { label, failures } => {
+            Progress::Done {
+                label,
+                failures,
+                cached,
+            } => {
                 for f in failures {
                     let line = format!("failed: {label}: {f}");
                     match &bar {
@@ -174,11 +178,12 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
                 t.done += 1;
+                t.cached += usize::from(cached);
                 t.failed += usize::from(!failures.is_empty());
                 match &bar {
                     Some(b) => {
                         b.inc(1);
-                        b.set_message(format!("{} failed", t.failed));
+                        b.set_message(format!("{} failed, eta {}", t.failed, t.eta()));
                     }
                     None => t.report(),
                 }
@@ -220,26 +225,50 @@ pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Progress as lines on stderr when it is not a terminal (a log file): endpoints done,
-/// endpoints with a failure, and the time left at the rate so far, every 10 endpoints.
+/// endpoints with a failure, and the time left, every 10 endpoints. The time left is at
+/// the rate of the endpoints that went to the model: a re-run answers its first hundreds
+/// from the cache in a second, and counting those would promise minutes for hours.
 #[derive(Default)]
 struct Tally {
     total: usize,
     done: usize,
+    /// Endpoints answered from the cache alone.
+    cached: usize,
     failed: usize,
     started: Option<std::time::Instant>,
 }
 
 impl Tally {
+    fn elapsed(&self) -> f64 {
+        self.started.map_or(0.0, |s| s.elapsed().as_secs_f64())
+    }
+
+    /// The time left, or `?` before any endpoint went to the model.
+    fn eta(&self) -> String {
+        let sent = self.done - self.cached.min(self.done);
+        let left = self.total.saturating_sub(self.done);
+        match (sent, left) {
+            (_, 0) => "0 s".to_string(),
+            (0, _) => "?".to_string(),
+            (n, l) => format!("{:.0} s", self.elapsed() / n as f64 * l as f64),
+        }
+    }
+
     fn report(&self) {
         if self.done % 10 != 0 && self.done != self.total {
             return;
         }
-        let secs = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
-        let left = self.total.saturating_sub(self.done) as f64;
-        let eta = secs / self.done.max(1) as f64 * left;
+        let cached = match self.cached {
+            0 => String::new(),
+            n => format!(" ({n} from the cache)"),
+        };
         eprintln!(
-            "enriched {}/{} endpoints, {} with failures, {:.0} s so far, eta {:.0} s",
-            self.done, self.total, self.failed, secs, eta
+            "enriched {}/{} endpoints{cached}, {} with failures, {:.0} s so far, eta {}",
+            self.done,
+            self.total,
+            self.failed,
+            self.elapsed(),
+            self.eta()
         );
     }
 }
@@ -422,4 +451,29 @@ fn degrade(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tally;
+    use std::time::{Duration, Instant};
+
+    fn tally(total: usize, done: usize, cached: usize, secs: u64) -> Tally {
+        Tally {
+            total,
+            done,
+            cached,
+            failed: 0,
+            started: Instant::now().checked_sub(Duration::from_secs(secs)),
+        }
+    }
+
+    #[test]
+    fn the_time_left_ignores_endpoints_answered_from_the_cache() {
+        // 100 s for 10 endpoints sent (90 more came from the cache): 10 s each, 100 left.
+        assert_eq!(tally(200, 100, 90, 100).eta(), "1000 s");
+        assert_eq!(tally(200, 100, 0, 100).eta(), "100 s");
+        assert_eq!(tally(200, 50, 50, 1).eta(), "?", "nothing sent yet");
+        assert_eq!(tally(50, 50, 10, 100).eta(), "0 s");
+    }
 }

@@ -64,10 +64,13 @@ pub struct EnrichOptions {
 pub enum Progress<'a> {
     /// Generation starts for this many endpoints.
     Start { endpoints: usize },
-    /// One endpoint is done; `failures` lists what the LLM failed on.
+    /// One endpoint is done; `failures` lists what the LLM failed on. `cached`: every
+    /// task was answered from the cache and nothing was sent, so the endpoint says nothing
+    /// about how long the ones still to send will take.
     Done {
         label: &'a str,
         failures: &'a [String],
+        cached: bool,
     },
 }
 
@@ -237,10 +240,12 @@ pub async fn enrich(
     while let Some((chunk, result)) = stream.next().await {
         let outs = result.map_err(|err| anyhow::anyhow!("enrichment stopped: {err}"))?;
         for ((w, e), outcome) in chunk.into_iter().zip(outs) {
-            let label = works[w].plans[e].label();
+            let plan = &works[w].plans[e];
+            let label = plan.label();
             progress(Progress::Done {
                 label: &label,
                 failures: &outcome.failures,
+                cached: outcome.cache_hits >= plan.tasks().len(),
             });
             outcomes[w][e] = Some(outcome);
         }
