@@ -1,5 +1,6 @@
 //! Example values without a model: from the schema's `default` or `enum`, its `format`, the
-//! parameter's name, and finally its type, clamped to its bounds.
+//! values its description quotes, the parameter's name, and finally its type, clamped to
+//! its bounds.
 //!
 //! Every candidate is checked against the schema like a generated one, and the first that
 //! passes wins; a parameter whose schema no candidate satisfies (an unusual `pattern`) gets
@@ -49,12 +50,54 @@ pub fn example(p: &Parameter) -> Option<Value> {
     if is_secret(&p.name) || !exampleable(&p.schema) {
         return None;
     }
-    candidates(&p.name, &p.schema, 0)
+    let listed = quoted_values(p.description.as_deref().unwrap_or(""));
+    candidates(&p.name, &p.schema, &listed, 0)
         .into_iter()
         .find(|c| schema_check::check(&p.schema, c).is_empty())
 }
 
-fn candidates(name: &str, schema: &Value, depth: usize) -> Vec<Value> {
+/// The values a description quotes (`"track"`, `` `hour` ``, `“en”`), in order: where a
+/// schema has no `enum`, its description is where the allowed values are written down
+/// ("possible values are \"track\", \"user\""). Single quotes are left out: they are
+/// apostrophes as often. A quoted span longer than a few words is prose, not a value.
+fn quoted_values(description: &str) -> Vec<String> {
+    const PAIRS: [(char, char); 3] = [('"', '"'), ('`', '`'), ('\u{201C}', '\u{201D}')];
+    let mut out: Vec<String> = Vec::new();
+    let mut chars = description.char_indices();
+    while let Some((i, c)) = chars.next() {
+        let Some(&(_, close)) = PAIRS.iter().find(|(open, _)| *open == c) else {
+            continue;
+        };
+        let rest = &description[i + c.len_utf8()..];
+        let Some(end) = rest.find(close) else {
+            break;
+        };
+        let value = rest[..end].trim();
+        let fits = !value.is_empty()
+            && value.chars().count() <= 40
+            && value.split_whitespace().count() <= 3
+            && !value.contains('\n');
+        if fits && !is_date_template(value) && !out.iter().any(|v| v == value) {
+            out.push(value.to_string());
+        }
+        // Go on after the closing quote.
+        let skip = rest[..end].chars().count() + 1;
+        for _ in 0..skip {
+            chars.next();
+        }
+    }
+    out
+}
+
+/// A date or time template (`YYYY-MM-DD`, `HH:mm`) says how a value is written, not what
+/// one is.
+fn is_date_template(value: &str) -> bool {
+    let upper = value.to_ascii_uppercase();
+    ["YYYY", "MM", "DD", "HH"].iter().any(|t| upper.contains(t))
+        && value.chars().all(|c| "YyMDdHhmSsTZ-:/. ".contains(c))
+}
+
+fn candidates(name: &str, schema: &Value, listed: &[String], depth: usize) -> Vec<Value> {
     let mut out = Vec::new();
     if depth > 4 {
         return out;
@@ -80,7 +123,7 @@ fn candidates(name: &str, schema: &Value, depth: usize) -> Vec<Value> {
         "array" => {
             let items = schema.get("items").cloned().unwrap_or(json!({}));
             out.extend(
-                candidates(name, &items, depth + 1)
+                candidates(name, &items, listed, depth + 1)
                     .into_iter()
                     .map(|v| json!([v])),
             );
@@ -91,6 +134,7 @@ fn candidates(name: &str, schema: &Value, depth: usize) -> Vec<Value> {
             if let Some(f) = schema.get("format").and_then(Value::as_str) {
                 out.extend(by_format(f));
             }
+            out.extend(listed.iter().map(|v| json!(v)));
             out.extend(strings_by_name(name));
         }
     }
@@ -286,6 +330,74 @@ mod tests {
         assert_eq!(
             example(&param("flag", json!({"type": "boolean"}))),
             Some(json!(true))
+        );
+    }
+
+    fn described(name: &str, schema: Value, description: &str) -> Parameter {
+        let mut p = param(name, schema);
+        p.description = Some(description.to_string());
+        p
+    }
+
+    #[test]
+    fn values_the_description_quotes_come_before_guesses_from_the_name() {
+        let s = json!({"type": "string"});
+        assert_eq!(
+            example(&described(
+                "interval",
+                s.clone(),
+                "Bucket size: `hour`, `day` or `week`."
+            )),
+            Some(json!("hour"))
+        );
+        assert_eq!(
+            example(&described(
+                "type",
+                s.clone(),
+                r#"Possible values for type are "track", "user", "playlist"."#
+            )),
+            Some(json!("track"))
+        );
+        assert_eq!(
+            example(&described(
+                "kinds",
+                json!({"type": "array", "items": {"type": "string"}}),
+                "One or more of \u{201C}cat\u{201D} and \u{201C}dog\u{201D}."
+            )),
+            Some(json!(["cat"]))
+        );
+        // An enum still wins; a quote that fails the schema is passed over; prose in
+        // quotes and apostrophes are not values.
+        assert_eq!(
+            example(&described(
+                "unit",
+                json!({"type": "string", "enum": ["metric"]}),
+                r#"Use "imperial" for feet."#
+            )),
+            Some(json!("metric"))
+        );
+        assert_eq!(
+            example(&described(
+                "code",
+                json!({"type": "string", "pattern": "^[A-Z]{3}$"}),
+                r#"A code such as "usd" or "EUR"."#
+            )),
+            Some(json!("EUR"))
+        );
+        assert_eq!(
+            quoted_values(r#"The user's "display name as it appears on the profile page" field"#),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            quoted_values(
+                r#"Written "hh:mm" or "YYYY-MM-DD", such as "2021-03-04"; an unclosed "quote"#
+            ),
+            ["2021-03-04"],
+            "templates say how a value is written, not what one is"
+        );
+        assert_eq!(
+            example(&described("start_date", s, r#"As "YYYY-MM-DD"."#)),
+            Some(json!("2024-01-15"))
         );
     }
 
