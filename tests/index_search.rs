@@ -145,6 +145,52 @@ fn reindex_after_one_spec_changed_embeds_only_that_specs_endpoints() {
     assert_eq!((changed.embedded, changed.reused), (40, 54));
 }
 
+/// APIs with one-word titles and the same endpoints: a request that names one finds its
+/// endpoint first, whichever it names (the title is searched lexically, not embedded).
+#[test]
+fn a_request_naming_a_one_word_api_finds_that_apis_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_dir = tempfile::tempdir().unwrap();
+    for (file, title) in [("a.json", "Quillmark"), ("b.json", "Zentrova")] {
+        let spec = serde_json::json!({
+            "openapi": "3.0.0",
+            "info": {"title": title, "version": "1"},
+            "paths": {
+                "/user/info": {"get": {"summary": "User info", "description": "Get basic user info.",
+                    "parameters": [{"name": "profile_url", "in": "query", "required": true,
+                        "schema": {"type": "string"}}]}},
+                "/song/info": {"get": {"summary": "Song info", "description": "Get basic information of a song.",
+                    "parameters": [{"name": "track_url", "in": "query", "required": true,
+                        "schema": {"type": "string"}}]}}
+            }
+        });
+        std::fs::write(spec_dir.path().join(file), spec.to_string()).unwrap();
+    }
+    let catalog = Catalog::load_paths(&[spec_dir.path().to_path_buf()]);
+    let embedder = embedder();
+    let (index, _) = catalog_index::build(
+        &catalog,
+        dir.path(),
+        &embedder,
+        DocVariant::default(),
+        |_, _| {},
+    )
+    .unwrap();
+    let s = Shortlister::new(index, embedder, Options::default()).unwrap();
+    for (query, api) in [
+        ("Fetch the basic info of a user on Quillmark", "a"),
+        ("Fetch the basic info of a user on Zentrova", "b"),
+    ] {
+        let hits = s.search(query, 3, None).unwrap();
+        let first = s.endpoint(hits[0].position).unwrap();
+        assert_eq!(
+            (first.api.as_str(), first.path.as_str()),
+            (api, "/user/info"),
+            "{query}"
+        );
+    }
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shortlist"))
 }

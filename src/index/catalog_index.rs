@@ -19,6 +19,7 @@ pub fn docs(catalog: &Catalog, variant: DocVariant) -> Vec<IndexedDoc<Endpoint>>
         .map(|(ep, text)| IndexedDoc {
             key: ep.tool_name.clone(),
             text,
+            lexical_only: doc_text::lexical_only(ep),
             record: ep.clone(),
         })
         .collect()

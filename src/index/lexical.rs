@@ -86,12 +86,25 @@ impl Bm25 {
         Self::with_params(texts, Bm25Params::default())
     }
 
+    /// Indexes `texts`, each with the words of `more[i]` as if they ended it (`more` may
+    /// be shorter, or empty).
+    pub fn build_with(texts: &[String], more: &[String]) -> Bm25 {
+        Self::indexed(texts, more, Bm25Params::default())
+    }
+
     /// Indexes `texts` with the given parameters.
     pub fn with_params(texts: &[String], params: Bm25Params) -> Bm25 {
+        Self::indexed(texts, &[], params)
+    }
+
+    fn indexed(texts: &[String], more: &[String], params: Bm25Params) -> Bm25 {
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut doc_len = Vec::with_capacity(texts.len());
         for (doc, text) in texts.iter().enumerate() {
-            let terms = tokenize(text);
+            let mut terms = tokenize(text);
+            if let Some(m) = more.get(doc) {
+                terms.extend(tokenize(m));
+            }
             doc_len.push(terms.len() as u32);
             let mut tf: HashMap<String, u32> = HashMap::new();
             for t in terms {

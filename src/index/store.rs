@@ -128,6 +128,9 @@ pub struct IndexedDoc<T> {
     pub key: String,
     /// The text that is embedded and searched lexically.
     pub text: String,
+    /// Words searched lexically but not embedded (may be empty): the BM25 reads them as
+    /// the text's end; they are not stored with the texts.
+    pub lexical_only: String,
     /// What search results refer to.
     pub record: T,
 }
@@ -414,6 +417,12 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
                 serde_json::to_vec(&d.record).map_err(|e| StoreError::Encode(e.to_string()))?;
             digest.update((json.len() as u64).to_le_bytes());
             digest.update(&json);
+            // Words searched lexically only are in no text's hash: a change to them alone
+            // must still rebuild the BM25.
+            if !d.lexical_only.is_empty() {
+                digest.update((d.lexical_only.len() as u64).to_le_bytes());
+                digest.update(d.lexical_only.as_bytes());
+            }
             record_json.push(json);
         }
         phase.done("records encoded");
@@ -469,15 +478,18 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
         drop(rows);
         phase.done("vector graph built");
 
-        let (mut keys, mut texts) = (
+        let (mut keys, mut texts, mut lexical_only) = (
+            Vec::with_capacity(docs.len()),
             Vec::with_capacity(docs.len()),
             Vec::with_capacity(docs.len()),
         );
         for d in docs {
             keys.push(d.key);
             texts.push(d.text);
+            lexical_only.push(d.lexical_only);
         }
-        let bm25 = Bm25::build(&texts);
+        let bm25 = Bm25::build_with(&texts, &lexical_only);
+        drop(lexical_only);
         phase.done("BM25 built");
         let docs_bin = encode_docs(&keys, &hashes, &bm25, &record_json, &texts, &extra)?;
         drop((record_json, texts, keys, bm25));

@@ -66,6 +66,7 @@ fn doc(key: &str, text: &str) -> IndexedDoc<Value> {
     IndexedDoc {
         key: key.into(),
         text: text.into(),
+        lexical_only: String::new(),
         record: json!({ "name": key, "len": text.len() }),
     }
 }
@@ -196,8 +197,16 @@ fn rebuild_embeds_only_what_changed() {
 
     // A record change alone re-embeds nothing but is written.
     docs[0].record = json!({"changed": true});
-    let (_, stats) = build(dir.path(), docs, &e);
+    let (_, stats) = build(dir.path(), docs.clone(), &e);
     assert_eq!((stats.embedded, stats.written), (0, true));
+
+    // So are words searched lexically only: found by BM25, neither embedded nor stored.
+    assert_eq!(s.lexical().scores("soundcloud")[0], 0.0);
+    docs[0].lexical_only = "Soundcloud".into();
+    let (s, stats) = build(dir.path(), docs, &e);
+    assert_eq!((stats.embedded, stats.written), (0, true));
+    assert!(s.lexical().scores("soundcloud")[0] > 0.0);
+    assert!(!s.texts()[0].contains("Soundcloud"));
     let opened = IndexStore::<Value>::open(dir.path()).unwrap().unwrap();
     assert_eq!(*opened.records().unwrap()[0], json!({"changed": true}));
 }
