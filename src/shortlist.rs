@@ -76,7 +76,9 @@ pub struct Options {
     /// this (1 leaves them alone).
     pub sibling_weight: f32,
     /// Adaptive cut: stop the list at the first retrieved endpoint whose confidence is below
-    /// this share of the best one's (`None` returns the full `k`).
+    /// this share of the best one's (`None` returns the full `k`). A request of more tasks
+    /// than [`Options::chain_max_tasks`] keeps its first endpoint and each task's best
+    /// ([`cut::ratio_for`]).
     pub cut: Option<f32>,
 }
 
@@ -393,6 +395,7 @@ impl Shortlister {
             );
         }
         if let Some(ratio) = self.options.cut {
+            let ratio = cut::ratio_for(ratio, chain);
             hits = cut::cut(hits, &|p| confidence[p], ratio, &part_tops);
         }
         Ok(cut::monotone(hits))

@@ -81,7 +81,8 @@ pub struct EvalArgs {
     /// other (1: no change).
     #[arg(long, value_name = "W")]
     pub sibling_weight: Option<f32>,
-    /// Adaptive cut: a share of the best confidence (0 to 1), or `off`.
+    /// Adaptive cut: a share of the best confidence (0 to 1), or `off`. A request of more
+    /// tasks than `--chain-max-tasks` keeps its first endpoint and each task's best.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
     /// Print JSON (with every query's outcome) instead of tables.

@@ -39,6 +39,19 @@ pub fn cut(
     kept
 }
 
+/// The ratio the cut applies to a request: `ratio` (the option) for a request of few
+/// tasks, which may be one chain of steps whose lookups score close behind; 1 for a
+/// request of many (`chain` false), whose list then holds the first endpoint and each
+/// task's best (the cut's `always`): there the runners-up of one task take room that is
+/// every task's, and on the development suite keeping them cost 1.6-3.9 points of F1.
+pub fn ratio_for(ratio: f32, chain: bool) -> f32 {
+    if chain {
+        ratio
+    } else {
+        1.0
+    }
+}
+
 /// Makes scores non-increasing down the list (an inserted prerequisite carries its
 /// consumer's score, which may exceed the score of the endpoint before it).
 pub fn monotone(mut hits: Vec<Hit>) -> Vec<Hit> {
@@ -88,6 +101,20 @@ mod tests {
             "a task part's best match stays"
         );
         assert!(cut(Vec::new(), &conf, 0.5, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_request_of_many_tasks_keeps_each_tasks_best() {
+        let conf = |p: usize| [1.0, 0.99, 0.97, 0.6, 0.5][p];
+        let hits: Vec<Hit> = (0..5).map(|p| hit(p, Source::Query)).collect();
+        let kept = |ratio: f32| {
+            cut(hits.clone(), &conf, ratio, &[3, 4])
+                .iter()
+                .map(|h| h.position)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kept(ratio_for(0.9, true)), [0, 1, 2, 3, 4]);
+        assert_eq!(kept(ratio_for(0.9, false)), [0, 3, 4], "runners-up go");
     }
 
     #[test]

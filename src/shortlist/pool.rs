@@ -336,7 +336,7 @@ impl Shortlister {
             hits = expand::expand(&hits, &score, &self.tables.graph, &|_| true, names);
         }
         if let Some(ratio) = o.cut {
-            hits = cut::cut(hits, &score, ratio, &part_tops);
+            hits = cut::cut(hits, &score, cut::ratio_for(ratio, chain), &part_tops);
         }
         Some((cut::monotone(hits), m))
     }
