@@ -346,7 +346,7 @@ impl Shortlister {
         let chain = tasks <= self.options.chain_max_tasks;
         let filtered = allowed.as_ref().is_some_and(|a| a.contains(&false));
         if !filtered && self.pool_applies() {
-            if let Some(hits) = self.rank_pooled(query, texts, vectors, chain, head)? {
+            if let Some((hits, _)) = self.pooled_ranking(query, texts, vectors, chain, head)? {
                 return Ok(hits);
             }
         }

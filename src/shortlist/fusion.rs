@@ -22,23 +22,48 @@ pub enum Fusion {
 /// Scores rescaled to 0..=1 over the allowed positions (min -> 0, max -> 1); 0 elsewhere
 /// and everywhere when all allowed scores are equal.
 pub fn rescale(scores: &[f32], allowed: &[bool]) -> Vec<f32> {
-    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
-    for (s, _) in scores.iter().zip(allowed).filter(|(_, &a)| a) {
-        lo = lo.min(*s);
-        hi = hi.max(*s);
-    }
-    let span = hi - lo;
+    let scale = Scale::of(
+        scores
+            .iter()
+            .zip(allowed)
+            .filter(|(_, &a)| a)
+            .map(|(&s, _)| s),
+    );
     scores
         .iter()
         .zip(allowed)
-        .map(|(&s, &a)| {
-            if a && span > f32::EPSILON {
-                (s - lo) / span
-            } else {
-                0.0
-            }
-        })
+        .map(|(&s, &a)| if a { scale.apply(s) } else { 0.0 })
         .collect()
+}
+
+/// Min-max rescaling to 0..=1 from the lowest and highest score of a list, which is all
+/// [`rescale`] needs to know of it: a ranking that scores only candidates
+/// (`super::pool`) rescales as the full ranking does from the two ends alone.
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    lo: f32,
+    span: f32,
+}
+
+impl Scale {
+    /// The scale of a list holding `scores` (and nothing else).
+    pub fn of(scores: impl Iterator<Item = f32>) -> Scale {
+        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        for s in scores {
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        Scale { lo, span: hi - lo }
+    }
+
+    /// `s` rescaled; 0 when the list's scores are all equal (or it is empty).
+    pub fn apply(self, s: f32) -> f32 {
+        if self.span > f32::EPSILON {
+            (s - self.lo) / self.span
+        } else {
+            0.0
+        }
+    }
 }
 
 /// 1-based rank of each allowed position under descending scores (ties by position);

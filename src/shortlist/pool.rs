@@ -17,10 +17,11 @@
 //! Where that would still not be exactly the head of the full ranking (rank fusion, which
 //! ranks the tied rest by position; one retriever alone, which ranks by raw scores; a head
 //! that reaches into the zeros; an API filter, which scans exactly),
-//! [`Shortlister::rank_pooled`] declines and the caller scores every endpoint. The tests
+//! [`Shortlister::pooled_ranking`] declines and the caller scores every endpoint. The tests
 //! (`pool_tests.rs`) check both agree, to the bit, on real catalogs forced onto the graph.
 
-use super::{cut, expand, fusion, tasks, Fusion, Hit, Retrieval, ShortlistError, Shortlister};
+use super::fusion::{self, Scale};
+use super::{cut, expand, tasks, Fusion, Hit, Retrieval, ShortlistError, Shortlister};
 use super::{Source, Weigher};
 use crate::index::lexical::Bm25Query;
 
@@ -73,34 +74,6 @@ impl Pool {
         let w = *self.words.get(p / 64)?;
         let bit = 1u64 << (p % 64);
         (w & bit != 0).then(|| self.before[p / 64] as usize + (w & (bit - 1)).count_ones() as usize)
-    }
-}
-
-/// Min-max rescaling to 0..=1 as [`fusion::rescale`] does it, from the lowest and
-/// highest score of the whole catalog.
-#[derive(Debug, Clone, Copy)]
-struct Scale {
-    lo: f32,
-    span: f32,
-}
-
-impl Scale {
-    /// The scale of a list holding `scores` (and nothing else).
-    fn of(scores: impl Iterator<Item = f32>) -> Scale {
-        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
-        for s in scores {
-            lo = lo.min(s);
-            hi = hi.max(s);
-        }
-        Scale { lo, span: hi - lo }
-    }
-
-    fn apply(self, s: f32) -> f32 {
-        if self.span > f32::EPSILON {
-            (s - self.lo) / self.span
-        } else {
-            0.0
-        }
     }
 }
 
@@ -174,22 +147,9 @@ impl Shortlister {
     }
 
     /// The first `head` of the ranking of `texts` (the request, then its tasks; `vectors`
-    /// their embeddings) over the whole catalog, from the pool of candidates alone; `None`
-    /// where that would not be exactly the full ranking's head.
-    pub(super) fn rank_pooled(
-        &self,
-        query: &str,
-        texts: &[String],
-        vectors: &[Vec<f32>],
-        chain: bool,
-        head: usize,
-    ) -> Result<Option<Vec<Hit>>, ShortlistError> {
-        Ok(self
-            .pooled_ranking(query, texts, vectors, chain, head)?
-            .map(|(hits, _)| hits))
-    }
-
-    /// [`Shortlister::rank_pooled`], and how many endpoints it scored.
+    /// their embeddings) over the whole catalog, from the pool of candidates alone, and how
+    /// many endpoints it scored; `None` where that would not be exactly the full ranking's
+    /// head.
     pub(super) fn pooled_ranking(
         &self,
         query: &str,
