@@ -215,7 +215,7 @@ fn run(
         );
     }
     times.sort();
-    let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
+    let pct = |p: f64| percentile(&times, p);
     let cold = cold_start(data, &queries[0]);
     let server = server_rss_mb(specs, data);
     let throughput = if synthetic_vectors {
@@ -299,7 +299,7 @@ fn time_open(dirs: &str, queries: &[String], rounds: usize) {
     for (i, (d, s)) in shortlisters.iter().enumerate() {
         let pct = |v: &mut Vec<Duration>, p: f64| {
             v.sort();
-            ms(v[((v.len() as f64 * p) as usize).min(v.len() - 1)])
+            ms(percentile(v, p))
         };
         println!(
             "| {d} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
@@ -310,6 +310,11 @@ fn time_open(dirs: &str, queries: &[String], rounds: usize) {
             pct(&mut dense[i], 0.5)
         );
     }
+}
+
+/// The `p` quantile (0..=1) of sorted, non-empty times.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
 /// A `shortlist serve` (stdio) on the same catalog and index: its peak and settled RSS
