@@ -191,6 +191,35 @@ fn a_request_naming_a_one_word_api_finds_that_apis_endpoint() {
     }
 }
 
+/// A request of several tasks gets each task's endpoint near the top, whether its whole
+/// text goes to the model as well or its vector is the tasks' mean (the default).
+#[test]
+fn a_request_of_many_tasks_finds_each_task_with_or_without_the_whole_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = shortlister("spotify.json", dir.path());
+    let query = "Turn the playback volume down to 30 percent, switch repeat mode off for the \
+                 current context, and list the devices that can play music";
+    let wanted = [
+        "PUT /me/player/volume",
+        "PUT /me/player/repeat",
+        "GET /me/player/devices",
+    ];
+    let mut lists = Vec::new();
+    for embed_whole in [false, true] {
+        s.set_options(Options {
+            embed_whole,
+            ..Options::default()
+        });
+        assert_in_top(&s, query, 5, &wanted);
+        let hits = s.search(query, 10, None).unwrap();
+        lists.push(hits.iter().map(|h| h.score).collect::<Vec<f32>>());
+    }
+    assert_ne!(
+        lists[0], lists[1],
+        "the option changes the whole request's scores"
+    );
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shortlist"))
 }

@@ -42,7 +42,12 @@ pub fn describe_options(variant: DocVariant, o: &Options) -> String {
         o.chain_max_tasks
     );
     if o.split {
-        let _ = write!(s, " part-weight={}", o.part_weight);
+        let _ = write!(
+            s,
+            " part-weight={} embed-whole={}",
+            o.part_weight,
+            on(o.embed_whole)
+        );
     }
     // The request-reading weights, printed only when they do something.
     let weights = [

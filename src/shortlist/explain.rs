@@ -79,10 +79,7 @@ impl Shortlister {
         }
         let mut texts = vec![query.to_string()];
         texts.extend(parts.iter().cloned());
-        let vectors = match self.options.retrieval {
-            Retrieval::Lexical => Vec::new(),
-            _ => self.embedder.embed(&texts)?,
-        };
+        let vectors = self.embed_request(&texts)?;
         let w = self.options.dense_weight.clamp(0.0, 1.0);
         // Raw and rescaled signals per text, as `Shortlister::score` computes them.
         let mut per_text = Vec::with_capacity(texts.len());

@@ -153,6 +153,28 @@ pub fn merge(whole: &[f32], tasks: &[Vec<f32>], task_weight: f32) -> Vec<f32> {
         .collect()
 }
 
+/// A vector for the whole request from its tasks' vectors: their mean weighted by each
+/// task's length in words, normalised. The tasks cover the request's words, and a model
+/// that pools its token vectors by their mean gives a long text roughly the length-weighted
+/// mean of its pieces' vectors; this spares embedding the request's words a second time.
+/// `None` when there are no tasks or the mean is the zero vector.
+pub fn whole_vector(tasks: &[String], vectors: &[Vec<f32>]) -> Option<Vec<f32>> {
+    let dim = vectors.first()?.len();
+    let mut mean = vec![0.0f32; dim];
+    for (task, v) in tasks.iter().zip(vectors) {
+        let w = task.split_whitespace().count().max(1) as f32;
+        for (m, x) in mean.iter_mut().zip(v) {
+            *m += w * x;
+        }
+    }
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if !norm.is_normal() {
+        return None;
+    }
+    mean.iter_mut().for_each(|m| *m /= norm);
+    Some(mean)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +231,26 @@ mod tests {
         let m = merge(&whole, &tasks, 0.9);
         assert_eq!(m, [1.0, 0.9, 0.27, 0.9]);
         assert_eq!(merge(&whole, &[], 0.9), whole);
+    }
+
+    #[test]
+    fn the_whole_vector_leans_to_the_longer_task() {
+        let tasks = [
+            "pay the invoice".to_string(),
+            "cancel the old standing order".to_string(),
+        ];
+        let v = whole_vector(&tasks, &[vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
+        let norm = (v[0] * v[0] + v[1] * v[1]).sqrt();
+        assert!((norm - 1.0).abs() < 1e-6, "normalised: {v:?}");
+        assert!(
+            (v[1] / v[0] - 5.0 / 3.0).abs() < 1e-5,
+            "weighted by words: {v:?}"
+        );
+        assert_eq!(whole_vector(&[], &[]), None);
+        let opposite = whole_vector(
+            &[tasks[0].clone(), tasks[0].clone()],
+            &[vec![1.0, 0.0], vec![-1.0, 0.0]],
+        );
+        assert_eq!(opposite, None, "a zero mean has no direction");
     }
 }
