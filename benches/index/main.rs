@@ -6,7 +6,11 @@
 //! index, loads the model and answers one query). Figures go to stdout as a Markdown table;
 //! `docs/benchmarks.md` records a run.
 
-use serde_json::{json, Map, Value};
+mod process;
+mod synthetic;
+
+use process::{cold_start, dir_size, peak_rss_mb, process_cpu_seconds, server_rss_mb};
+use serde_json::Value;
 use shortlist::catalog::Catalog;
 use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
@@ -15,6 +19,7 @@ use shortlist::index::{Embedder, EmbedderConfig};
 use shortlist::shortlist::{Options, Shortlister, DENSE_CANDIDATES};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use synthetic::{synthetic_queries, synthetic_spec, synthetic_specs};
 
 /// Usage: `cargo bench --bench index [-- OPTIONS]`
 ///
@@ -317,54 +322,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
-/// A `shortlist serve` (stdio) on the same catalog and index: its peak and settled RSS
-/// once it says it is ready, as `peak / settled MB`.
-fn server_rss_mb(specs: &[PathBuf], data: &Path) -> String {
-    use std::io::{BufRead, BufReader};
-    let bin = env!("CARGO_BIN_EXE_shortlist");
-    let mut child = match std::process::Command::new(bin)
-        .arg("serve")
-        .args(specs)
-        .arg("--data-dir")
-        .arg(data)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => return format!("cannot start: {e}"),
-    };
-    let stderr = child.stderr.take().expect("stderr");
-    let mut ready = false;
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        if line.contains("ready in") {
-            ready = true;
-            break;
-        }
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let status =
-        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(0.0)
-    };
-    let out = if ready {
-        format!("{:.0} / {:.0} MB", field("VmHWM:"), field("VmRSS:"))
-    } else {
-        "not ready".to_string()
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    out
-}
-
 /// A second model instance for the shortlister (the first keeps indexing).
 fn embedder_clone() -> Embedder {
     Embedder::load(&EmbedderConfig::locate()).expect("model")
@@ -372,65 +329,6 @@ fn embedder_clone() -> Embedder {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// A fresh `shortlist search` process: open the index, load the model, answer one query.
-fn cold_start(data: &Path, query: &str) -> Duration {
-    let bin = env!("CARGO_BIN_EXE_shortlist");
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let t = Instant::now();
-        let out = std::process::Command::new(bin)
-            .args(["search", query, "-k", "5", "--data-dir"])
-            .arg(data)
-            .output()
-            .expect("run shortlist");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        best = best.min(t.elapsed());
-    }
-    best
-}
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(0.0)
-}
-
-fn dir_size(p: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            let path = e.path();
-            total += if path.is_dir() {
-                dir_size(&path)
-            } else {
-                e.metadata().map(|m| m.len()).unwrap_or(0)
-            };
-        }
-    }
-    total
-}
-
-/// CPU time of this process so far (user + system, every thread), from `/proc/self/stat`;
-/// `None` where that file does not exist.
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// The `query` field of every JSON line of `file` (none if it cannot be read).
@@ -452,202 +350,4 @@ fn restbench_queries(root: &Path) -> Vec<String> {
         out = synthetic_queries();
     }
     out
-}
-
-const RESOURCES: &[&str] = &[
-    "invoice",
-    "customer",
-    "order",
-    "shipment",
-    "product",
-    "warehouse",
-    "employee",
-    "payroll",
-    "ticket",
-    "incident",
-    "device",
-    "sensor",
-    "alert",
-    "report",
-    "budget",
-    "contract",
-    "vendor",
-    "payment",
-    "refund",
-    "subscription",
-    "playlist",
-    "track",
-    "album",
-    "artist",
-    "movie",
-    "series",
-    "episode",
-    "review",
-    "comment",
-    "user",
-    "group",
-    "role",
-    "permission",
-    "token",
-    "webhook",
-    "repository",
-    "branch",
-    "commit",
-    "pipeline",
-    "deployment",
-];
-const QUALIFIERS: &[&str] = &[
-    "",
-    "archived",
-    "draft",
-    "shared",
-    "public",
-    "private",
-    "regional",
-    "scheduled",
-    "recurring",
-    "external",
-    "internal",
-    "pending",
-    "approved",
-    "rejected",
-    "historical",
-    "summary",
-    "detailed",
-    "audit",
-    "bulk",
-    "tagged",
-    "favorite",
-    "recent",
-    "legacy",
-    "premium",
-    "trial",
-];
-const ACTIONS: &[(&str, &str, bool)] = &[
-    ("get", "Retrieve a single", true),
-    ("get", "List all", false),
-    ("post", "Create a new", false),
-    ("put", "Replace an existing", true),
-    ("patch", "Update fields of a", true),
-    ("delete", "Delete a", true),
-    ("post", "Export the", true),
-    ("get", "Count the", false),
-    ("post", "Import a batch of", false),
-    ("get", "Show the change history of a", true),
-];
-
-/// API domains that prefix paths once a catalog outgrows one domain's 10,000 operations.
-const DOMAINS: &[&str] = &[
-    "",
-    "billing",
-    "logistics",
-    "hr",
-    "support",
-    "iot",
-    "finance",
-    "media",
-    "identity",
-    "devops",
-    "sales",
-    "marketing",
-    "legal",
-    "research",
-    "facilities",
-    "procurement",
-];
-
-/// A deterministic OpenAPI 3.0 spec with `size` distinct, realistic-looking operations
-/// (up to 160,000).
-/// Operations per synthetic spec file: a catalog larger than this is written as several
-/// APIs (`synthetic-0.json`, `synthetic-1.json`, ... under path prefixes `/r1`, `/r2`), as
-/// a platform's catalog would be, and each file stays under the 64 MiB spec limit.
-const PER_FILE: usize = 100_000;
-
-/// The synthetic catalog of `size` operations: one file up to [`PER_FILE`], else several.
-fn synthetic_specs(dir: &Path, size: usize) -> Vec<PathBuf> {
-    if size <= PER_FILE {
-        return vec![synthetic_spec(dir, size)];
-    }
-    (0..size.div_ceil(PER_FILE))
-        .map(|k| {
-            let n = PER_FILE.min(size - k * PER_FILE);
-            let one = synthetic_spec_in(dir, n, &format!("/r{k}"), &format!("synthetic-{k}.json"));
-            eprintln!("wrote {} ({n} operations)", one.display());
-            one
-        })
-        .collect()
-}
-
-fn synthetic_spec(dir: &Path, size: usize) -> PathBuf {
-    synthetic_spec_in(dir, size, "", "synthetic.json")
-}
-
-fn synthetic_spec_in(dir: &Path, size: usize, prefix: &str, file: &str) -> PathBuf {
-    let mut paths = Map::new();
-    let mut made = 0;
-    'outer: for d in DOMAINS {
-        for (qi, q) in QUALIFIERS.iter().enumerate() {
-            for r in RESOURCES {
-                for (ai, (method, verb, by_id)) in ACTIONS.iter().enumerate() {
-                    if made == size {
-                        break 'outer;
-                    }
-                    let base = match (d.is_empty(), q.is_empty()) {
-                        (true, true) => format!("{prefix}/{r}s"),
-                        (true, false) => format!("{prefix}/{q}/{r}s"),
-                        (false, true) => format!("{prefix}/{d}/{r}s"),
-                        (false, false) => format!("{prefix}/{d}/{q}/{r}s"),
-                    };
-                    let path = match (*by_id, ai) {
-                        (true, 6) => format!("{base}/{{{r}_id}}/export"),
-                        (true, 9) => format!("{base}/{{{r}_id}}/history"),
-                        (true, _) => format!("{base}/{{{r}_id}}"),
-                        (false, 7) => format!("{base}/count"),
-                        (false, 8) => format!("{base}/import"),
-                        _ => base.clone(),
-                    };
-                    let label = [*d, *q, *r]
-                        .iter()
-                        .filter(|w| !w.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    let item = paths.entry(path.clone()).or_insert_with(|| json!({}));
-                    let mut params = vec![];
-                    if path.contains('{') {
-                        params.push(json!({"name": format!("{r}_id"), "in": "path", "required": true, "schema": {"type": "string"}, "description": format!("Identifier of the {label}.")}));
-                    }
-                    if *method == "get" && !by_id {
-                        params.push(json!({"name": "page", "in": "query", "schema": {"type": "integer"}, "description": "Page number."}));
-                    }
-                    item[*method] = json!({
-                        "operationId": format!("{method}_{}{}", label.replace(' ', "_"), ai),
-                        "summary": format!("{verb} {label}"),
-                        "description": format!("{verb} {label} records of the {d} {q} {r} service. Variant {qi}."),
-                        "parameters": params,
-                        "responses": {"200": {"description": "OK"}},
-                    });
-                    made += 1;
-                }
-            }
-        }
-    }
-    let spec = json!({"openapi": "3.0.0", "info": {"title": "Synthetic Enterprise API", "version": "1"},
-        "servers": [{"url": "https://api.example.com"}], "paths": paths});
-    let p = dir.join(file);
-    std::fs::write(&p, spec.to_string()).expect("write synthetic spec");
-    p
-}
-
-fn synthetic_queries() -> Vec<String> {
-    let mut q = Vec::new();
-    for (i, r) in RESOURCES.iter().enumerate() {
-        let qual = QUALIFIERS[i % QUALIFIERS.len()];
-        q.push(format!(
-            "show me the change history of the {qual} {r} with id 42"
-        ));
-        q.push(format!("how many {r}s are there"));
-        q.push(format!("create a {r}"));
-    }
-    q
 }
