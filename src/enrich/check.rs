@@ -68,10 +68,14 @@ pub struct Candidate {
 }
 
 /// Checks every candidate against the catalog whose doc texts (without generated text)
-/// are `docs`, named `labels` in reasons. One verdict per candidate, in order: `Ok` or the
-/// reason it fails.
+/// are `docs`, named `labels` in reasons. `lexical` holds what each endpoint is searched
+/// by besides its doc text, though not embedded (a one-word API title,
+/// [`crate::index::doc_text::lexical_only`]; may be shorter than `docs`, or empty), so
+/// that the checks read each endpoint as the index does. One verdict per candidate, in
+/// order: `Ok` or the reason it fails.
 pub fn check(
     docs: &[String],
+    lexical: &[String],
     labels: &[String],
     candidates: &[Candidate],
     embedder: &Embedder,
@@ -84,23 +88,29 @@ pub fn check(
     let texts: Vec<String> = candidates.iter().map(|c| c.text.clone()).collect();
     let text_vecs = embedder.embed(&texts)?;
     Ok(verdicts(
-        docs, labels, candidates, &doc_vecs, &text_vecs, config,
+        docs, lexical, labels, candidates, &doc_vecs, &text_vecs, config,
     ))
 }
 
 /// The checks on embedded texts (separate from `check` so that tests can give vectors).
 pub fn verdicts(
     docs: &[String],
+    lexical: &[String],
     labels: &[String],
     candidates: &[Candidate],
     doc_vecs: &[Vec<f32>],
     text_vecs: &[Vec<f32>],
     config: CheckConfig,
 ) -> Vec<Result<(), String>> {
-    let bm25 = Bm25::build(docs);
+    let bm25 = Bm25::build_with(docs, lexical);
     let doc_words: Vec<HashSet<String>> = docs
         .iter()
-        .map(|d| tokenize(d).into_iter().collect())
+        .enumerate()
+        .map(|(i, d)| {
+            let mut words: HashSet<String> = tokenize(d).into_iter().collect();
+            words.extend(lexical.get(i).map(|l| tokenize(l)).unwrap_or_default());
+            words
+        })
         .collect();
     let cand_words: Vec<HashSet<String>> = candidates
         .iter()
@@ -247,7 +257,15 @@ mod tests {
             top: 1,
             ..CheckConfig::default()
         };
-        let v = verdicts(&docs, &labels, &cands, &vecs, &[unit([0.1, 1.0, 0.0])], cfg);
+        let v = verdicts(
+            &docs,
+            &[],
+            &labels,
+            &cands,
+            &vecs,
+            &[unit([0.1, 1.0, 0.0])],
+            cfg,
+        );
         let why = v[0].clone().unwrap_err();
         assert!(why.contains("ranks its endpoint 2 of 3"), "{why}");
         assert!(why.contains("bakery POST /orders"), "{why}");
@@ -263,6 +281,7 @@ mod tests {
         let text_vecs = [unit([1.0, 0.0, 0.1]), unit([0.0, 0.1, 1.0])];
         let v = verdicts(
             &docs,
+            &[],
             &labels,
             &cands,
             &vecs,
@@ -294,7 +313,7 @@ mod tests {
             duplicate: 0.7,
             ..CheckConfig::default()
         };
-        let v = verdicts(&docs, &labels, &cands, &vecs, &text_vecs, cfg);
+        let v = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, cfg);
         // "retriev" and "detail" are in every text: the third adds nothing else.
         assert!(
             v[2].as_ref()
@@ -308,12 +327,34 @@ mod tests {
             duplicate: 0.5,
             ..CheckConfig::default()
         };
-        let v = verdicts(&docs, &labels, &cands, &vecs, &text_vecs, strict);
+        let v = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, strict);
         assert!(
             v[0].as_ref()
                 .unwrap_err()
                 .contains("nearly the same as the text generated for bakery POST /orders"),
             "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_word_the_endpoint_is_searched_by_is_not_new() {
+        let (docs, labels, vecs) = catalog();
+        let cands = [cand(0, Kind::Summary, "Crumbworks loaves.")];
+        let text_vecs = [unit([1.0, 0.0, 0.1])];
+        let cfg = CheckConfig::default();
+        let title = ["Crumbworks".to_string()];
+        let with_title = verdicts(&docs, &title, &labels, &cands, &vecs, &text_vecs, cfg);
+        assert!(
+            with_title[0]
+                .as_ref()
+                .is_err_and(|why| why.contains("adds no distinctive word")),
+            "{with_title:?}"
+        );
+        let without = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, cfg);
+        assert_eq!(
+            without[0],
+            Ok(()),
+            "the title's word is new to the doc text alone"
         );
     }
 }

@@ -681,7 +681,11 @@ fn run_checks(
         }
         pos += works[w].plans.len();
     }
-    let verdicts = retrieval::check(&docs, &labels, &cands, embedder, cfg)?;
+    let lexical: Vec<String> = endpoints
+        .iter()
+        .map(crate::index::doc_text::lexical_only)
+        .collect();
+    let verdicts = retrieval::check(&docs, &lexical, &labels, &cands, embedder, cfg)?;
     let mut out: Vec<Vec<Option<FieldChecks>>> =
         works.iter().map(|w| vec![None; w.plans.len()]).collect();
     for ((w, e, kind, _), v) in owners.into_iter().zip(verdicts) {
