@@ -236,6 +236,16 @@ mod tests {
         (docs, labels, vecs)
     }
 
+    /// The verdicts on `cands` against [`catalog`], with nothing searched lexically only.
+    fn judged(
+        cands: &[Candidate],
+        text_vecs: &[Vec<f32>],
+        cfg: CheckConfig,
+    ) -> Vec<Result<(), String>> {
+        let (docs, labels, vecs) = catalog();
+        verdicts(&docs, &[], &labels, cands, &vecs, text_vecs, cfg)
+    }
+
     fn unit(v: [f32; 3]) -> Vec<f32> {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.iter().map(|x| x / n).collect()
@@ -251,21 +261,12 @@ mod tests {
 
     #[test]
     fn a_text_that_fits_another_endpoint_fails() {
-        let (docs, labels, vecs) = catalog();
         let cands = [cand(0, Kind::Description, "Places a new order for pickup.")];
         let cfg = CheckConfig {
             top: 1,
             ..CheckConfig::default()
         };
-        let v = verdicts(
-            &docs,
-            &[],
-            &labels,
-            &cands,
-            &vecs,
-            &[unit([0.1, 1.0, 0.0])],
-            cfg,
-        );
+        let v = judged(&cands, &[unit([0.1, 1.0, 0.0])], cfg);
         let why = v[0].clone().unwrap_err();
         assert!(why.contains("ranks its endpoint 2 of 3"), "{why}");
         assert!(why.contains("bakery POST /orders"), "{why}");
@@ -273,21 +274,12 @@ mod tests {
 
     #[test]
     fn a_text_that_only_repeats_the_spec_fails_and_a_new_word_passes() {
-        let (docs, labels, vecs) = catalog();
         let cands = [
             cand(0, Kind::Summary, "GET loaves."),
             cand(2, Kind::Summary, "Tells when the shop opens on Sundays."),
         ];
         let text_vecs = [unit([1.0, 0.0, 0.1]), unit([0.0, 0.1, 1.0])];
-        let v = verdicts(
-            &docs,
-            &[],
-            &labels,
-            &cands,
-            &vecs,
-            &text_vecs,
-            CheckConfig::default(),
-        );
+        let v = judged(&cands, &text_vecs, CheckConfig::default());
         assert!(v[0]
             .as_ref()
             .unwrap_err()
@@ -297,7 +289,6 @@ mod tests {
 
     #[test]
     fn near_duplicates_across_endpoints_fail_and_words_shared_by_most_texts_count_for_nothing() {
-        let (docs, labels, vecs) = catalog();
         // The same boilerplate for two endpoints: nearly the same vector.
         let cands = [
             cand(0, Kind::Description, "Retrieves sourdough details."),
@@ -313,7 +304,7 @@ mod tests {
             duplicate: 0.7,
             ..CheckConfig::default()
         };
-        let v = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, cfg);
+        let v = judged(&cands, &text_vecs, cfg);
         // "retriev" and "detail" are in every text: the third adds nothing else.
         assert!(
             v[2].as_ref()
@@ -327,7 +318,7 @@ mod tests {
             duplicate: 0.5,
             ..CheckConfig::default()
         };
-        let v = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, strict);
+        let v = judged(&cands, &text_vecs, strict);
         assert!(
             v[0].as_ref()
                 .unwrap_err()
@@ -350,7 +341,7 @@ mod tests {
                 .is_err_and(|why| why.contains("adds no distinctive word")),
             "{with_title:?}"
         );
-        let without = verdicts(&docs, &[], &labels, &cands, &vecs, &text_vecs, cfg);
+        let without = judged(&cands, &text_vecs, cfg);
         assert_eq!(
             without[0],
             Ok(()),
