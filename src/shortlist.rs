@@ -23,6 +23,7 @@ pub mod siblings;
 pub mod tables;
 pub mod tasks;
 
+use explain::Explained;
 pub use fusion::Fusion;
 
 use crate::catalog::Endpoint;
@@ -149,6 +150,14 @@ pub struct Shortlister {
     /// Whether a graph-served catalog is ranked from its candidates ([`pool`]) rather than
     /// by scoring every endpoint (the same ranking, checked in `pool_tests.rs`).
     pooled: bool,
+}
+
+/// A request ready to rank: the whole text then its tasks, their embeddings (none for
+/// lexical retrieval), and the positions in play (all when `None`).
+pub(crate) struct Request {
+    texts: Vec<String>,
+    vectors: Vec<Vec<f32>>,
+    allowed: Option<Vec<bool>>,
 }
 
 /// Scores of one query text over all positions.
@@ -289,10 +298,36 @@ impl Shortlister {
         // The head of the ranking is all a search needs: every step after the ordering
         // (prerequisites, the cut, monotone scores) keeps prefixes, so the first k of a
         // longer head are the first k of the full ranking. The cut drops endpoints, so a cut
-        // list that comes out short is ranked again with a longer head.
+        // list that comes out short is ranked again with a longer head, from the same
+        // embeddings.
+        match self.prepare(query, apis)? {
+            Some(request) => self.search_request(&request, k),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// [`Shortlister::search_in`] and [`Shortlister::explain`] of its hits, from one
+    /// embedding of the request (the console's Try shows both).
+    pub fn search_explained(
+        &self,
+        query: &str,
+        k: usize,
+        apis: Option<&[&str]>,
+    ) -> Result<(Vec<Hit>, Explained), ShortlistError> {
+        let Some(request) = self.prepare(query, apis)? else {
+            return Ok((Vec::new(), self.explain_nothing(query)));
+        };
+        let hits = self.search_request(&request, k.max(1))?;
+        let hits: Vec<Hit> = hits.into_iter().take(k).collect();
+        let explained = self.explain_request(&request, &hits)?;
+        Ok((hits, explained))
+    }
+
+    /// The first `k` of a prepared request's ranking (`k` > 0).
+    fn search_request(&self, request: &Request, k: usize) -> Result<Vec<Hit>, ShortlistError> {
         let mut head = k + HEAD_MARGIN;
         loop {
-            let mut hits = self.rank_head(query, apis, head)?;
+            let mut hits = self.rank_request(request, head)?;
             if hits.len() >= k || head >= self.index.len() {
                 hits.truncate(k);
                 return Ok(hits);
@@ -305,31 +340,49 @@ impl Shortlister {
     /// say. `search(q, k)` is the first `k` of this list, so one ranking answers every k.
     pub fn rank(&self, query: &str, api: Option<&str>) -> Result<Vec<Hit>, ShortlistError> {
         let apis: Option<Vec<&str>> = api.map(|a| vec![a]);
-        self.rank_head(query, apis.as_deref(), usize::MAX)
+        match self.prepare(query, apis.as_deref())? {
+            Some(request) => self.rank_request(&request, usize::MAX),
+            None => Ok(Vec::new()),
+        }
     }
 
-    /// [`Shortlister::rank`] from the best `head` endpoints of the ordering (plus the
-    /// prerequisites they bring).
-    fn rank_head(
+    /// A request read and embedded once for ranking (and explaining): `None` when no
+    /// endpoint is in play (an empty index, or APIs that hold none).
+    pub(crate) fn prepare(
         &self,
         query: &str,
         apis: Option<&[&str]>,
-        head: usize,
-    ) -> Result<Vec<Hit>, ShortlistError> {
+    ) -> Result<Option<Request>, ShortlistError> {
         let n = self.index.len();
         // Without a filter every endpoint is allowed, and a graph-served catalog is ranked
         // from its candidates without a table of every endpoint.
         let allowed: Option<Vec<bool>> =
             apis.map(|apis| (0..n).map(|i| apis.contains(&self.tables.api(i))).collect());
         if n == 0 || allowed.as_ref().is_some_and(|a| !a.contains(&true)) {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let mut texts = vec![query.to_string()];
         if self.options.split {
             texts.extend(tasks::split(query));
         }
         let vectors = self.embed_request(&texts)?;
-        self.rank_texts(query, &texts, &vectors, allowed, head)
+        Ok(Some(Request {
+            texts,
+            vectors,
+            allowed,
+        }))
+    }
+
+    /// [`Shortlister::rank`] of a prepared request from the best `head` endpoints of the
+    /// ordering (plus the prerequisites they bring).
+    fn rank_request(&self, request: &Request, head: usize) -> Result<Vec<Hit>, ShortlistError> {
+        self.rank_texts(
+            &request.texts[0],
+            &request.texts,
+            &request.vectors,
+            request.allowed.clone(),
+            head,
+        )
     }
 
     /// The vectors of a request's `texts` (the whole request, then its tasks): none for
@@ -352,9 +405,9 @@ impl Shortlister {
         Ok(self.embedder.embed(texts)?)
     }
 
-    /// [`Shortlister::rank_head`] of the request `texts` (the whole `query`, then its
-    /// tasks) with their embeddings `vectors` (none for lexical retrieval), among the
-    /// `allowed` positions (all when `None`).
+    /// The ranking of the request `texts` (the whole `query`, then its tasks) with their
+    /// embeddings `vectors` (none for lexical retrieval), among the `allowed` positions
+    /// (all when `None`), from the best `head` endpoints of the ordering.
     fn rank_texts(
         &self,
         query: &str,

@@ -220,6 +220,38 @@ fn a_request_of_many_tasks_finds_each_task_with_or_without_the_whole_embedded() 
     );
 }
 
+/// One embedding serves a search and its explanation: the same hits as `search_in`, the
+/// same explanation as `explain`, with and without the cut (which may rank again with a
+/// longer head) and for a request of one task and of several.
+#[test]
+fn a_search_explained_at_once_matches_search_then_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = shortlister("spotify.json", dir.path());
+    let requests = [
+        "Skip to the next song on my speaker",
+        "Turn the volume down, switch repeat off, and list my devices",
+    ];
+    for cut in [None, Some(0.9)] {
+        s.set_options(Options {
+            cut,
+            ..Options::default()
+        });
+        for q in requests {
+            for k in [1, 5] {
+                let (hits, explained) = s.search_explained(q, k, None).unwrap();
+                assert_eq!(hits, s.search_in(q, k, None).unwrap(), "{q} k={k} {cut:?}");
+                assert!(!hits.is_empty());
+                assert_eq!(explained, s.explain(q, None, &hits).unwrap(), "{q} k={k}");
+                assert_eq!(explained.hits.len(), hits.len());
+            }
+        }
+    }
+    let (hits, explained) = s
+        .search_explained("anything", 5, Some(&["no-such-api"]))
+        .unwrap();
+    assert!(hits.is_empty() && explained.hits.is_empty());
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shortlist"))
 }

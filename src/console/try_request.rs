@@ -52,23 +52,7 @@ pub struct Tried {
 /// Ranks `args` (`find_tools` arguments: `query`, `k`, `api`) and explains the result.
 /// The error is the message `find_tools` would give.
 pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<Tried, String> {
-    let ranked = state.rank(args).await?;
-    let st = Arc::clone(state);
-    let (query, apis, hits) = (
-        ranked.args.query.clone().unwrap_or_default(),
-        ranked.apis.clone(),
-        ranked.hits.clone(),
-    );
-    let explained = tokio::task::spawn_blocking(move || {
-        let apis: Option<Vec<&str>> = apis
-            .as_ref()
-            .map(|a| a.iter().map(String::as_str).collect());
-        st.shortlister()
-            .explain(&query, apis.as_deref(), &hits)
-            .map_err(|e| format!("explaining the ranking failed: {e}"))
-    })
-    .await
-    .map_err(|e| format!("explaining the ranking failed: {e}"))??;
+    let (ranked, explained) = state.rank_explained(args).await?;
     let sl = state.shortlister();
     let name_at = |p: usize| {
         sl.endpoint(p)

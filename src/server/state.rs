@@ -13,7 +13,8 @@ use super::outcome;
 use super::tools::endpoint_tool;
 use crate::catalog::{ApiConfig, Catalog, Endpoint};
 use crate::invoke::Invoker;
-use crate::shortlist::Shortlister;
+use crate::shortlist::explain::Explained;
+use crate::shortlist::{ShortlistError, Shortlister};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
@@ -253,6 +254,34 @@ impl ServerState {
     /// what a client would get. Ranking embeds the query (CPU work), so it runs off the
     /// async workers. The error is the message a client would read.
     pub async fn rank(self: &Arc<Self>, args: &JsonObject) -> Result<Ranked, String> {
+        let (args, apis, hits) = self
+            .rank_with(args, |s, q, k, apis| s.search_in(q, k, apis))
+            .await?;
+        Ok(Ranked { args, apis, hits })
+    }
+
+    /// [`ServerState::rank`] with the explanation of each hit, from one embedding of the
+    /// request (the console's Try).
+    pub async fn rank_explained(
+        self: &Arc<Self>,
+        args: &JsonObject,
+    ) -> Result<(Ranked, Explained), String> {
+        let (args, apis, (hits, explained)) = self
+            .rank_with(args, |s, q, k, apis| s.search_explained(q, k, apis))
+            .await?;
+        Ok((Ranked { args, apis, hits }, explained))
+    }
+
+    /// Runs `f` (a search of the shortlister) for `find_tools` arguments, on the blocking
+    /// pool and within the ranking slots; the arguments, the API ids they name and what
+    /// `f` found, or the message `find_tools` gives.
+    async fn rank_with<T: Send + 'static>(
+        self: &Arc<Self>,
+        args: &JsonObject,
+        f: impl FnOnce(&Shortlister, &str, usize, Option<&[&str]>) -> Result<T, ShortlistError>
+            + Send
+            + 'static,
+    ) -> Result<(FindArgs, Option<Vec<String>>, T), String> {
         let args = meta_tools::find_args(args, self.k_limit())?;
         let Some(q) = args.query.clone() else {
             return Err("'query' is required to rank endpoints".into());
@@ -273,15 +302,11 @@ impl ServerState {
             let apis: Option<Vec<&str>> = apis
                 .as_ref()
                 .map(|a| a.iter().map(String::as_str).collect());
-            state.shortlister.search_in(&q, k, apis.as_deref())
+            f(&state.shortlister, &q, k, apis.as_deref())
         })
         .await;
         match ranked {
-            Ok(Ok(hits)) => Ok(Ranked {
-                args,
-                apis: named,
-                hits,
-            }),
+            Ok(Ok(found)) => Ok((args, named, found)),
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "find_tools: ranking failed");
                 Err(format!("ranking failed: {e}"))

@@ -7,7 +7,7 @@
 //! [`Shortlister::explain`] recomputes those parts for the hits of a finished ranking; it
 //! never reorders or rescores them, so what it explains is the ranking clients get.
 
-use super::{expand, fusion, tasks, Hit, Retrieval, ShortlistError, Shortlister, Source};
+use super::{expand, fusion, tasks, Hit, Request, Retrieval, ShortlistError, Shortlister, Source};
 use serde::Serialize;
 
 /// Where a hit came from, in the words a reviewer reads.
@@ -63,23 +63,51 @@ impl Shortlister {
         apis: Option<&[&str]>,
         hits: &[Hit],
     ) -> Result<Explained, ShortlistError> {
-        let allowed: Vec<bool> = (0..self.len())
-            .map(|i| apis.is_none_or(|a| a.contains(&self.tables.api(i))))
-            .collect();
-        let parts = if self.options.split {
+        if hits.is_empty() {
+            return Ok(self.explain_nothing(query));
+        }
+        match self.prepare(query, apis)? {
+            Some(request) => self.explain_request(&request, hits),
+            None => Ok(self.explain_nothing(query)),
+        }
+    }
+
+    /// The explanation of an empty list: the tasks the request was split into.
+    pub(crate) fn explain_nothing(&self, query: &str) -> Explained {
+        Explained {
+            tasks: self.tasks_of(query),
+            hits: Vec::new(),
+        }
+    }
+
+    fn tasks_of(&self, query: &str) -> Vec<String> {
+        if self.options.split {
             tasks::split(query)
         } else {
             Vec::new()
-        };
+        }
+    }
+
+    /// [`Shortlister::explain`] of a request already embedded ([`Shortlister::prepare`]).
+    pub(crate) fn explain_request(
+        &self,
+        request: &Request,
+        hits: &[Hit],
+    ) -> Result<Explained, ShortlistError> {
+        let texts = &request.texts;
+        let query = texts[0].as_str();
+        let parts: Vec<String> = texts[1..].to_vec();
         if hits.is_empty() {
             return Ok(Explained {
                 tasks: parts,
                 hits: Vec::new(),
             });
         }
-        let mut texts = vec![query.to_string()];
-        texts.extend(parts.iter().cloned());
-        let vectors = self.embed_request(&texts)?;
+        let vectors = &request.vectors;
+        let allowed: Vec<bool> = request
+            .allowed
+            .clone()
+            .unwrap_or_else(|| vec![true; self.len()]);
         let w = self.options.dense_weight.clamp(0.0, 1.0);
         // Raw and rescaled signals per text, as `Shortlister::score` computes them.
         let mut per_text = Vec::with_capacity(texts.len());

@@ -73,7 +73,7 @@ fn queries() -> Vec<String> {
     out
 }
 
-/// A request's texts and their embeddings, as `Shortlister::rank_head` prepares them
+/// A request's texts and their embeddings, as `Shortlister::prepare` makes them
 /// under `options` (embedded once per request for every variant of the test).
 struct Request {
     texts: Vec<String>,
