@@ -108,6 +108,16 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// Whether a request of `tasks` tasks (0 when it was not split) may be one chain of
+    /// steps, to which prerequisite expansion and the name-list weight apply: at most
+    /// [`Options::chain_max_tasks`]. In a request of more, the list's room goes to the
+    /// tasks themselves.
+    pub fn chain(&self, tasks: usize) -> bool {
+        tasks.max(1) <= self.chain_max_tasks
+    }
+}
+
 /// One ranked endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Hit {
@@ -317,13 +327,12 @@ impl Shortlister {
         let Some(request) = self.prepare(query, apis)? else {
             return Ok((Vec::new(), self.explain_nothing(query)));
         };
-        let hits = self.search_request(&request, k.max(1))?;
-        let hits: Vec<Hit> = hits.into_iter().take(k).collect();
+        let hits = self.search_request(&request, k)?;
         let explained = self.explain_request(&request, &hits)?;
         Ok((hits, explained))
     }
 
-    /// The first `k` of a prepared request's ranking (`k` > 0).
+    /// The first `k` of a prepared request's ranking.
     fn search_request(&self, request: &Request, k: usize) -> Result<Vec<Hit>, ShortlistError> {
         let mut head = k + HEAD_MARGIN;
         loop {
@@ -393,7 +402,7 @@ impl Shortlister {
             return Ok(Vec::new());
         }
         let tasks = texts.get(1..).unwrap_or_default();
-        if !self.options.embed_whole && tasks.len() > self.options.chain_max_tasks {
+        if !self.options.embed_whole && !self.options.chain(tasks.len()) {
             let parts = self.embedder.embed(tasks)?;
             if let Some(whole) = tasks::whole_vector(tasks, &parts) {
                 let mut vectors = Vec::with_capacity(texts.len());
@@ -419,8 +428,7 @@ impl Shortlister {
         let n = self.index.len();
         // A request of few tasks may be one chain of steps (look a thing up, then act on
         // it); in a request of many, the list's room goes to the tasks themselves.
-        let tasks = (texts.len() - 1).max(1);
-        let chain = tasks <= self.options.chain_max_tasks;
+        let chain = self.options.chain(texts.len() - 1);
         let filtered = allowed.as_ref().is_some_and(|a| a.contains(&false));
         if !filtered && self.pool_applies() {
             if let Some((hits, _)) = self.pooled_ranking(query, texts, vectors, chain, head)? {

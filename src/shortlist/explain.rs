@@ -132,7 +132,7 @@ impl Shortlister {
                 (None, None) => 0.0,
             }
         };
-        let chain = parts.len().max(1) <= self.options.chain_max_tasks;
+        let chain = self.options.chain(parts.len());
         let weights = self.request_weights(query, chain);
         let said = crate::index::lexical::tokenize(query);
         let names = chain && expand::names_something(query);

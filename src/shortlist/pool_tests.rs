@@ -166,7 +166,7 @@ fn the_pool_ranks_as_scoring_every_endpoint_does() {
             // How often the pool answers a search for 10 alone, and from how much.
             if options == &d {
                 s.set_graph_ranking(CANDIDATES, true);
-                let chain = (texts.len() - 1).max(1) <= d.chain_max_tasks;
+                let chain = d.chain(texts.len() - 1);
                 let alone = s.pooled_ranking(q, texts, vectors, chain, 10 + HEAD_MARGIN);
                 if let Some((_, scored)) = alone.unwrap() {
                     answered += 1;
