@@ -454,9 +454,27 @@ async fn reviews_are_written_like_a_person_would_and_survive_re_runs() {
     let (status, e) = post_json(&save, &stale).await;
     assert_eq!(status, StatusCode::CONFLICT, "{e}");
 
-    // Re-running the enricher keeps what the reviewer decided.
+    // Re-running the enricher keeps what the reviewer decided. The heuristic generates the
+    // rejected description again, word for word; it is not written back.
     drop(srv);
-    cat.enrich();
+    let said = cat.enrich();
+    let doc = read_spec(&cat.spec("1forge.com_0.0.1.enriched.yaml"));
+    let op = &doc["paths"]["/quotes"]["get"];
+    assert!(op.get("x-shortlist-description").is_none(), "{op}");
+    assert!(
+        op.get("x-shortlist-generated")
+            .is_none_or(|m| m.get("description").is_none()),
+        "{op}"
+    );
+    assert_eq!(
+        op["x-shortlist-rejected"]["description"],
+        json!([quotes["value"]])
+    );
+    assert!(
+        said.contains("rejected in review, not written again: ")
+            && said.contains("/quotes: description"),
+        "{said}"
+    );
     let doc = read_spec(&tmdb_file);
     let op = &doc["paths"]["/movie/top_rated"]["get"];
     assert_eq!(op["description"], edited);

@@ -354,6 +354,9 @@ fn report(s: &Summary, llm: bool) {
     for r in &s.rejected {
         eprintln!("not indexed: {r}");
     }
+    for r in &s.rejected_before {
+        eprintln!("rejected in review, not written again: {r}");
+    }
     let both = add(&s.by_llm, &s.by_heuristic);
     eprintln!(
         "enriched {} of {} spec(s), {} endpoint(s): filled {} description(s), {} parameter description(s), {} example(s), {} summar(ies), {} question set(s); skipped {} already present",
@@ -387,6 +390,12 @@ fn report(s: &Summary, llm: bool) {
         eprintln!(
             "{} generated text(s) failed the retrieval checks and were not indexed (reasons in their markers)",
             s.rejected.len()
+        );
+    }
+    if !s.rejected_before.is_empty() {
+        eprintln!(
+            "{} generated value(s) not written: a reviewer rejected them before (x-shortlist-rejected)",
+            s.rejected_before.len()
         );
     }
     for p in written {

@@ -4,8 +4,9 @@
 //!   across re-runs);
 //! - **edit**: the edited value replaces the generated one and the marker entry goes;
 //! - **reject**: the generated value and its marker entry go; what the author wrote (a weak
-//!   description beside which an alternative was offered) stays. A later `shortlist enrich`
-//!   may generate a new value for a field that is still missing.
+//!   description beside which an alternative was offered) stays. The value is remembered in
+//!   `x-shortlist-rejected` (`enrich::rejections`): a later `shortlist enrich` does not write
+//!   it again, though it may offer a different one for a field that is still missing.
 //!
 //! Each save re-reads the file under a lock held per file, changes the one value and writes
 //! the file atomically (temporary file, then rename), so two reviewers saving at once both
@@ -16,7 +17,7 @@ use super::review::{locate, refused, ParamRef, ReviewField};
 use crate::catalog::normalize::Family;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::op_mut;
-use crate::enrich::{spec_file, MARKER};
+use crate::enrich::{rejections, spec_file, MARKER};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -312,6 +313,7 @@ fn apply(
             if !was_refused {
                 obj.shift_remove(key);
             }
+            rejections::remember(obj, field.marker(), current);
             Value::Null
         }
     };
@@ -405,6 +407,11 @@ mod tests {
         .unwrap();
         assert!(!o.contains_key("x-shortlist-description"));
         assert_eq!(o["description"], "getA");
+        assert_eq!(
+            o[crate::enrich::REJECTED]["description"],
+            json!(["Returns the A."]),
+            "remembered, so that no later run writes it again"
+        );
         let mut summary = review(Verdict::Reject, None);
         summary.field = "summary".into();
         apply(&mut o, f, ReviewField::Summary, &summary).unwrap();
@@ -455,6 +462,11 @@ mod tests {
         .unwrap();
         assert!(!o.contains_key("x-shortlist-description") && !o.contains_key(MARKER));
         assert_eq!(o["description"], "getA");
+        assert!(crate::enrich::rejections::listed(
+            &Value::Object(o),
+            "description",
+            &json!("Returns the A.")
+        ));
     }
 
     #[test]

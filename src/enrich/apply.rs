@@ -255,7 +255,7 @@ enum Slot {
 }
 
 /// The operation's own declaration of a parameter, created as needed.
-fn param_slot<'a>(
+pub(crate) fn param_slot<'a>(
     doc: &'a mut Value,
     family: Family,
     route: &str,

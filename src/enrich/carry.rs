@@ -7,7 +7,8 @@
 //! carried into the new copy as human text, and nothing is generated for it.
 //!
 //! So the review workflow is: edit a generated value and delete its marker entry. Text in
-//! the original always wins over the enriched copy.
+//! the original always wins over the enriched copy. Values a reviewer rejected are carried
+//! too, as a record that keeps them out ([`super::rejections`]).
 
 use super::apply::{self, Field};
 use super::MARKER;

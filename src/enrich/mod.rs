@@ -37,6 +37,7 @@ pub mod llm;
 pub mod llm_json;
 pub mod plan;
 pub mod prompts;
+pub mod rejections;
 pub mod run;
 pub mod schema_check;
 pub mod spec_file;
@@ -48,6 +49,9 @@ use serde::{Deserialize, Serialize};
 
 /// The marker key on operations and parameters: `{field: {generator, template, date}}`.
 pub const MARKER: &str = "x-shortlist-generated";
+/// Values a reviewer rejected, per field, so that no run writes them again
+/// (see [`rejections`]).
+pub const REJECTED: &str = "x-shortlist-rejected";
 /// A generated description written beside a human one (which it never replaces).
 pub const DESCRIPTION_BESIDE: &str = "x-shortlist-description";
 /// The generated summary (document expansion).

@@ -16,6 +16,7 @@ use super::generate::{generate, Generation, Outcome};
 use super::llm::{LlmClient, LlmConfig};
 use super::plan::{EndpointPlan, Placement};
 use super::prompts::Prompts;
+use super::rejections;
 use super::spec_file::{self, SpecDoc};
 use super::{Only, Task, HEURISTIC};
 use crate::catalog::normalize::normalize;
@@ -126,6 +127,9 @@ pub struct Summary {
     pub dropped_examples: Vec<String>,
     /// Generated texts the retrieval checks refused: `api METHOD /path: field: reason`.
     pub rejected: Vec<String>,
+    /// Generated values not written because a reviewer rejected them before:
+    /// `api METHOD /path: field` (see [`super::rejections`]).
+    pub rejected_before: Vec<String>,
     pub cache_hits: usize,
     pub llm_answers: usize,
     pub requests: u64,
@@ -141,6 +145,8 @@ struct Work {
     source: SpecSource,
     spec: SpecDoc,
     carried: usize,
+    /// Rejection records carried over from the previous enriched copy.
+    remembered: usize,
     plans: Vec<EndpointPlan>,
 }
 
@@ -361,10 +367,13 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
     }
     let mut spec = spec_file::read(&src.original)?;
     let enriched = enriched_path(&src.original);
-    let mut carried = 0;
+    let (mut carried, mut remembered) = (0, 0);
     if enriched.is_file() {
         match spec_file::read(&enriched) {
-            Ok(prev) => carried = carry(&mut spec.doc, &prev.doc, spec.family),
+            Ok(prev) => {
+                carried = carry(&mut spec.doc, &prev.doc, spec.family);
+                remembered = rejections::carry(&mut spec.doc, &prev.doc, spec.family);
+            }
             Err(e) => tracing::warn!("ignoring the unreadable previous enriched copy: {e}"),
         }
     }
@@ -378,6 +387,7 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
         source: src.clone(),
         spec,
         carried,
+        remembered,
         plans,
     })
 }
@@ -393,6 +403,7 @@ fn finish(
     let mut written = 0;
     let mut problems = Vec::new();
     let mut rejected = Vec::new();
+    let mut rejected_before = Vec::new();
     summary.endpoints += work.plans.len();
     for ((plan, out), check) in work.plans.iter().zip(outcomes).zip(checks) {
         summary.skipped += plan.skipped;
@@ -491,6 +502,10 @@ fn finish(
         ];
         for (field, verdict, generated, counter) in writes {
             if let (Some(field), Some((value, provenance))) = (field, generated) {
+                if rejections::rejected_in(doc, route, method, None, field, &value) {
+                    rejected_before.push(format!("{}: {}", plan.label(), field.marker()));
+                    continue;
+                }
                 let record = verdict.as_ref().map(Verdict::record);
                 if matches!(verdict, Some(Verdict::Failed(_))) {
                     rejected.push(format!(
@@ -533,6 +548,12 @@ fn finish(
             } else {
                 Field::DescriptionBeside
             };
+            let value = json!(g.value);
+            let param = Some((p.name.as_str(), p.location));
+            if rejections::rejected_in(doc, route, method, param, field, &value) {
+                rejected_before.push(format!("{}: {} {}", plan.label(), p.name, field.marker()));
+                continue;
+            }
             note(apply::set_param_field(
                 doc,
                 family,
@@ -541,7 +562,7 @@ fn finish(
                 &p.name,
                 p.location,
                 field,
-                json!(g.value),
+                value,
                 Some(&g.provenance),
             ));
             count(&g.provenance, |c| c.param_descriptions += 1);
@@ -550,6 +571,11 @@ fn finish(
             let Some(p) = ep.parameters.get(*i) else {
                 continue;
             };
+            let param = Some((p.name.as_str(), p.location));
+            if rejections::rejected_in(doc, route, method, param, Field::Example, &g.value) {
+                rejected_before.push(format!("{}: {} example", plan.label(), p.name));
+                continue;
+            }
             note(apply::set_param_field(
                 doc,
                 family,
@@ -578,6 +604,7 @@ fn finish(
     }
     summary.problems.extend(problems);
     summary.rejected.extend(rejected);
+    summary.rejected_before.extend(rejected_before);
     let target = enriched_path(&work.source.original);
     let mut report = SpecReport {
         original: work.source.original.clone(),
@@ -585,7 +612,7 @@ fn finish(
         endpoints: work.plans.len(),
         carried: work.carried,
     };
-    if written == 0 && work.carried == 0 {
+    if written == 0 && work.carried == 0 && work.remembered == 0 {
         // Nothing to add: a stale copy from an earlier run would hide the original's
         // current text from the index, so it goes.
         if target.is_file() {

@@ -70,8 +70,9 @@ impl Catalog {
         cat
     }
 
-    /// Runs `shortlist enrich` (heuristic, offline) over the catalog, as a user would.
-    pub fn enrich(&self) {
+    /// Runs `shortlist enrich` (heuristic, offline) over the catalog, as a user would, and
+    /// returns what it said on stderr.
+    pub fn enrich(&self) -> String {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_shortlist"))
             .args(["enrich", "--llm-url", "none", "-c"])
             .arg(&self.config)
@@ -91,6 +92,7 @@ impl Catalog {
             self.spec("xkcd.com_1.0.0.enriched.yaml").is_file(),
             "{stderr}"
         );
+        stderr.into_owned()
     }
 
     pub fn spec(&self, name: &str) -> PathBuf {
