@@ -488,6 +488,48 @@ async fn reviews_are_written_like_a_person_would_and_survive_re_runs() {
     assert!(p
         .get("x-shortlist-generated")
         .is_none_or(|m| m.get("description").is_none()));
+
+    // The rejection is listed, and restoring it lets the next run write the value again.
+    let srv = Server::console(&cat, &[], &[]).await;
+    let save = srv.url("/console/api/review");
+    let (status, list) =
+        get_json(&srv.url("/console/api/review?api=1forge.com_0.0.1&status=rejected")).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{list:#}");
+    let rejected = &items[0];
+    assert_eq!(rejected["path"], "/quotes");
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["value"], quotes["value"]);
+    assert!(rejected["pointer"]
+        .as_str()
+        .unwrap()
+        .ends_with("/get/x-shortlist-rejected/description/0"));
+    let (_, page) = get_text(&srv.url("/console/review?status=rejected")).await;
+    assert!(page.contains("data-action=\"restore\""), "{page}");
+    let (status, e) = post_json(&save, &review_of(&rejected, "accept", None)).await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "not pending, so not acceptable: {e}"
+    );
+    let (status, saved) = post_json(&save, &review_of(&rejected, "restore", None)).await;
+    assert_eq!(status, StatusCode::OK, "{saved}");
+    let (status, e) = post_json(&save, &review_of(&rejected, "restore", None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "restored already: {e}");
+    let doc = read_spec(&cat.spec("1forge.com_0.0.1.enriched.yaml"));
+    assert!(doc["paths"]["/quotes"]["get"]
+        .get("x-shortlist-rejected")
+        .is_none());
+    drop(srv);
+    cat.enrich();
+    let doc = read_spec(&cat.spec("1forge.com_0.0.1.enriched.yaml"));
+    let op = &doc["paths"]["/quotes"]["get"];
+    assert_eq!(op["x-shortlist-description"], quotes["value"], "{op}");
+    assert!(
+        op["x-shortlist-generated"].get("description").is_some(),
+        "pending again: {op}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -150,11 +150,12 @@ pub fn review(
     let mut b = String::from("<h1>Review generated text</h1>");
     b.push_str(
         "<p class=\"quiet\">Accept keeps a generated value as if you wrote it, Edit saves your \
-         text instead, Reject removes it (the spec's own text stays). Saved values survive \
+         text instead, Reject removes it (the spec's own text stays) and keeps later runs from \
+         writing it again; Restore, among the rejected, undoes that. Saved values survive \
          <code>shortlist enrich</code> re-runs. Run <code>shortlist index</code> (or restart the \
          server) for the ranking to use them.</p>",
     );
-    let status_options: String = ["pending", "reviewed", "all"]
+    let status_options: String = ["pending", "reviewed", "rejected", "all"]
         .iter()
         .map(|s| {
             let sel = if *s == status { " selected" } else { "" };
@@ -225,6 +226,9 @@ fn item(it: &ReviewItem) -> String {
                 esc(&get("date"))
             )
         }
+        None if it.status == Status::Rejected => {
+            "rejected in review: later runs do not write it again".to_string()
+        }
         None => "reviewed: no longer marked as generated".to_string(),
     };
     let validation = match &it.check {
@@ -250,8 +254,11 @@ fn item(it: &ReviewItem) -> String {
     let status = match it.status {
         Status::Pending => "pending",
         Status::Reviewed => "reviewed",
+        Status::Rejected => "rejected",
     };
-    let actions = if it.status == Status::Pending {
+    let actions = if it.status == Status::Rejected {
+        "<div class=\"actions\"><button data-action=\"restore\">Restore</button></div>".to_string()
+    } else if it.status == Status::Pending {
         format!(
             "<div class=\"actions\"><button data-action=\"accept\">Accept</button>\
              <button data-action=\"edit\">Edit</button><button data-action=\"reject\">Reject</button></div>\

@@ -11,7 +11,7 @@ use crate::catalog::normalize::Family;
 use crate::catalog::problem::push_pointer;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::{find_param, Field};
-use crate::enrich::{spec_file, MARKER};
+use crate::enrich::{spec_file, MARKER, REJECTED};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -84,6 +84,9 @@ pub struct ParamRef {
 pub enum Status {
     Pending,
     Reviewed,
+    /// Rejected in review and kept out of later runs (`x-shortlist-rejected`); may be
+    /// restored.
+    Rejected,
 }
 
 /// One generated (or reviewed) value.
@@ -147,6 +150,7 @@ pub fn items_of(src: &SpecSource, doc: &Value, original: Option<&Value>) -> Vec<
                 if let Some(it) = at.item(op, &op_ptr, orig_op, None, f, &spec) {
                     out.push(it);
                 }
+                out.extend(at.rejected(op, &op_ptr, None, f, &spec));
             }
             let params = op.get("parameters").and_then(Value::as_array);
             for (i, p) in params.into_iter().flatten().enumerate() {
@@ -175,6 +179,7 @@ pub fn items_of(src: &SpecSource, doc: &Value, original: Option<&Value>) -> Vec<
                     if let Some(it) = at.item(obj, &ptr, orig_p.as_ref(), Some(&pref), f, &spec) {
                         out.push(it);
                     }
+                    out.extend(at.rejected(obj, &ptr, Some(&pref), f, &spec));
                 }
             }
         }
@@ -205,6 +210,44 @@ struct Place<'a> {
 }
 
 impl Place<'_> {
+    /// The values of `field` rejected in review, from `obj`'s rejection record.
+    fn rejected(
+        &self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+        param: Option<&ParamRef>,
+        field: ReviewField,
+        spec: &Value,
+    ) -> Vec<ReviewItem> {
+        let values = obj
+            .get(REJECTED)
+            .and_then(|r| r.get(field.marker()))
+            .and_then(Value::as_array);
+        let list = push_pointer(&push_pointer(ptr, REJECTED), field.marker());
+        values
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, v)| ReviewItem {
+                api: self.src.id.clone(),
+                tool: None,
+                method: self.method.as_str(),
+                path: self.route.to_string(),
+                param: param.cloned(),
+                field,
+                key: REJECTED,
+                placement: None,
+                file: self.src.path.display().to_string(),
+                pointer: push_pointer(&list, &i.to_string()),
+                value: v.clone(),
+                spec: spec.clone(),
+                provenance: None,
+                check: None,
+                status: Status::Rejected,
+            })
+            .collect()
+    }
+
     fn item(
         &self,
         obj: &Map<String, Value>,

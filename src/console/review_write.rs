@@ -6,7 +6,10 @@
 //! - **reject**: the generated value and its marker entry go; what the author wrote (a weak
 //!   description beside which an alternative was offered) stays. The value is remembered in
 //!   `x-shortlist-rejected` (`enrich::rejections`): a later `shortlist enrich` does not write
-//!   it again, though it may offer a different one for a field that is still missing.
+//!   it again, though it may offer a different one for a field that is still missing;
+//! - **restore**: a rejected value leaves that record (`expected` names it), so the next
+//!   `shortlist enrich` writes it again, awaiting review: a rejection made by mistake is
+//!   undone without editing the file by hand.
 //!
 //! Each save re-reads the file under a lock held per file, changes the one value and writes
 //! the file atomically (temporary file, then rename), so two reviewers saving at once both
@@ -17,7 +20,7 @@ use super::review::{locate, refused, ParamRef, ReviewField};
 use crate::catalog::normalize::Family;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::op_mut;
-use crate::enrich::{rejections, spec_file, MARKER};
+use crate::enrich::{rejections, spec_file, MARKER, REJECTED};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -34,6 +37,7 @@ pub enum Verdict {
     Accept,
     Edit,
     Reject,
+    Restore,
 }
 
 /// A review as the console's JSON endpoint receives it.
@@ -143,6 +147,11 @@ pub fn validate(r: &Review) -> Result<(Method, ReviewField, Option<ParamLocation
             "field: {on} has no generated {}",
             field.as_str()
         )));
+    }
+    if r.action == Verdict::Restore && r.expected.is_none() {
+        return Err(bad(
+            "expected: a restore needs the rejected value it brings back".into(),
+        ));
     }
     match (r.action, &r.value) {
         (Verdict::Edit, None) => return Err(bad("value: an edit needs the new value".into())),
@@ -266,6 +275,11 @@ fn apply(
     field: ReviewField,
     review: &Review,
 ) -> Result<Saved, ReviewError> {
+    // A rejected value is in the rejection record, not where pending values are.
+    let rejected = review.expected.as_ref().unwrap_or(&Value::Null);
+    if review.action == Verdict::Restore {
+        return restore(obj, field, rejected);
+    }
     let marked = obj
         .get(MARKER)
         .and_then(|m| m.get(field.marker()))
@@ -309,6 +323,7 @@ fn apply(
             obj.insert(key.to_string(), v.clone());
             v
         }
+        Verdict::Restore => return restore(obj, field, rejected),
         Verdict::Reject => {
             if !was_refused {
                 obj.shift_remove(key);
@@ -322,6 +337,42 @@ fn apply(
         file: String::new(),
         key,
         value,
+    })
+}
+
+/// Takes `value` out of the field's rejection record (and the record when it is left
+/// empty), so that the next enrichment run may write it again.
+fn restore(
+    obj: &mut Map<String, Value>,
+    field: ReviewField,
+    value: &Value,
+) -> Result<Saved, ReviewError> {
+    let missing = || {
+        ReviewError::NotFound(format!(
+            "no rejected {} with that value here (restored already?)",
+            field.as_str()
+        ))
+    };
+    let record = obj
+        .get_mut(REJECTED)
+        .and_then(Value::as_object_mut)
+        .ok_or_else(missing)?;
+    let list = record
+        .get_mut(field.marker())
+        .and_then(Value::as_array_mut)
+        .ok_or_else(missing)?;
+    let at = list.iter().position(|v| v == value).ok_or_else(missing)?;
+    list.remove(at);
+    if list.is_empty() {
+        record.shift_remove(field.marker());
+    }
+    if record.is_empty() {
+        obj.shift_remove(REJECTED);
+    }
+    Ok(Saved {
+        file: String::new(),
+        key: REJECTED,
+        value: Value::Null,
     })
 }
 
@@ -467,6 +518,41 @@ mod tests {
             "description",
             &json!("Returns the A.")
         ));
+    }
+
+    #[test]
+    fn a_rejection_is_undone_by_restoring_the_value_it_names() {
+        let f = Family::OpenApi3;
+        let mut o = op();
+        apply(
+            &mut o,
+            f,
+            ReviewField::Description,
+            &review(Verdict::Reject, None),
+        )
+        .unwrap();
+        let mut restore = review(Verdict::Restore, None);
+        restore.expected = Some(json!("Something never rejected."));
+        assert!(matches!(
+            apply(&mut o, f, ReviewField::Description, &restore),
+            Err(ReviewError::NotFound(_))
+        ));
+        restore.expected = Some(json!("Returns the A."));
+        let saved = apply(&mut o, f, ReviewField::Description, &restore).unwrap();
+        assert_eq!((saved.key, saved.value), (REJECTED, Value::Null));
+        assert!(!o.contains_key(REJECTED), "an empty record goes: {o:?}");
+        assert!(
+            matches!(
+                apply(&mut o, f, ReviewField::Description, &restore),
+                Err(ReviewError::NotFound(_))
+            ),
+            "restored already"
+        );
+        restore.expected = None;
+        assert!(validate(&restore)
+            .unwrap_err()
+            .to_string()
+            .starts_with("expected:"));
     }
 
     #[test]

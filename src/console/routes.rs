@@ -137,9 +137,9 @@ struct ItemQuery<'a> {
 
 fn item_query(q: &HashMap<String, String>) -> Result<ItemQuery<'_>, String> {
     let status = param(q, "status").unwrap_or("pending");
-    if !matches!(status, "pending" | "reviewed" | "all") {
+    if !matches!(status, "pending" | "reviewed" | "rejected" | "all") {
         return Err(format!(
-            "status: '{}' is not one of pending, reviewed, all",
+            "status: '{}' is not one of pending, reviewed, rejected, all",
             crate::text::clip_chars(status, 40)
         ));
     }
@@ -159,6 +159,7 @@ fn selected<'a>(
         .filter(|i| match q.status {
             "pending" => i.status == Status::Pending,
             "reviewed" => i.status == Status::Reviewed,
+            "rejected" => i.status == Status::Rejected,
             _ => true,
         })
         .filter(|i| q.api.is_none_or(|a| i.api == a))

@@ -49,12 +49,14 @@ function reviewCard(card) {
       });
       const answer = await res.json().catch(() => ({}));
       if (!res.ok) throw new Error(answer.error || res.status + " " + res.statusText);
-      const words = { accept: "Accepted", edit: "Saved your edit", reject: "Rejected" };
+      const words = { accept: "Accepted", edit: "Saved your edit", reject: "Rejected",
+        restore: "Restored (the next shortlist enrich writes it again)" };
       say(words[action] + " in " + answer.saved.file);
-      card.classList.remove("pending");
+      card.classList.remove("pending", "rejected");
       card.classList.add("saved");
       const badge = card.querySelector("h3 .badge");
-      if (badge) { badge.textContent = "reviewed"; badge.className = "badge reviewed"; }
+      const shownAs = { reject: "rejected", restore: "restored" }[action] || "reviewed";
+      if (badge) { badge.textContent = shownAs; badge.className = "badge " + shownAs; }
       if (action === "edit") {
         const shown = card.querySelector(".value");
         shown.replaceChildren();
