@@ -507,15 +507,15 @@ async fn reviews_are_written_like_a_person_would_and_survive_re_runs() {
         .ends_with("/get/x-shortlist-rejected/description/0"));
     let (_, page) = get_text(&srv.url("/console/review?status=rejected")).await;
     assert!(page.contains("data-action=\"restore\""), "{page}");
-    let (status, e) = post_json(&save, &review_of(&rejected, "accept", None)).await;
+    let (status, e) = post_json(&save, &review_of(rejected, "accept", None)).await;
     assert_eq!(
         status,
         StatusCode::CONFLICT,
         "not pending, so not acceptable: {e}"
     );
-    let (status, saved) = post_json(&save, &review_of(&rejected, "restore", None)).await;
+    let (status, saved) = post_json(&save, &review_of(rejected, "restore", None)).await;
     assert_eq!(status, StatusCode::OK, "{saved}");
-    let (status, e) = post_json(&save, &review_of(&rejected, "restore", None)).await;
+    let (status, e) = post_json(&save, &review_of(rejected, "restore", None)).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "restored already: {e}");
     let doc = read_spec(&cat.spec("1forge.com_0.0.1.enriched.yaml"));
     assert!(doc["paths"]["/quotes"]["get"]
