@@ -1,8 +1,8 @@
 //! The console used as a person uses it: Debian's Chromium (headless), driven by
 //! playwright-core (`tests/browser/console.mjs`), against the real `shortlist console` on a
 //! catalog enriched by the real enricher. It finds an endpoint with a missing description,
-//! edits its generated one, accepts a generated example, asks for a shortlist, and keeps
-//! screenshots in `target/console-screenshots/`.
+//! edits its generated one, accepts a generated example, rejects a value and restores it,
+//! asks for a shortlist, and keeps screenshots in `target/console-screenshots/`.
 //!
 //! Chromium and playwright-core come from `./scripts/setup-test-tools.sh` (apt-get, npm ci);
 //! when either is missing the test fails with that instruction: it never skips.

@@ -1,7 +1,7 @@
 // Uses the shortlist console the way a person does, in Debian's Chromium driven by
 // playwright-core: finds an endpoint with a missing description on the health page, edits
-// its generated description on the review page, accepts a generated example, and asks for
-// a shortlist on the try page. Screenshots go to $SHOTS_DIR. Run by tests/console_browser.rs.
+// its generated description on the review page, accepts a generated example, rejects a
+// value and restores it, and asks for a shortlist on the try page. Screenshots go to $SHOTS_DIR. Run by tests/console_browser.rs.
 //
 // Environment: CONSOLE_URL (http://127.0.0.1:PORT), SHOTS_DIR, CHROMIUM (/usr/bin/chromium),
 // EDITED (the description to type). Prints a JSON summary on stdout; any failed check
@@ -81,6 +81,23 @@ try {
   // Reloaded from the file: the edit is there, no longer pending.
   await page.goto(base + "/console/review?api=tmdb&status=reviewed");
   check((await page.locator("main").textContent()).includes(edited), "the edit was saved to the spec");
+
+  // Reject a pending value, then undo it from the rejected list.
+  await page.goto(base + "/console/review?api=tmdb&status=pending");
+  const pending = page.locator("article.item").first();
+  const rejectedText = await pending.locator(".value").textContent();
+  await pending.locator("button[data-action=reject]").click();
+  await pending.locator(".message", { hasText: "Rejected" }).waitFor();
+  check((await pending.locator("h3 .badge").textContent()) === "rejected", "badge turns rejected");
+  await page.goto(base + "/console/review?api=tmdb&status=rejected");
+  const rejected = page.locator("article.item").first();
+  check((await rejected.locator(".value").textContent()) === rejectedText, "the rejected value is listed");
+  check((await rejected.textContent()).includes("later runs do not write it again"), "why it is listed");
+  await rejected.locator("button[data-action=restore]").click();
+  await rejected.locator(".message", { hasText: "Restored" }).waitFor();
+  check((await rejected.locator("h3 .badge").textContent()) === "restored", "badge turns restored");
+  await page.goto(base + "/console/review?api=tmdb&status=rejected");
+  check((await page.locator("article.item").count()) === 0, "nothing left rejected");
 
   // 3. Try a request: the shortlist, where each tool came from, its tokens and definition.
   await page.goto(base + "/console/try");
