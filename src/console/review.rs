@@ -229,23 +229,40 @@ impl Place<'_> {
             .flatten()
             .enumerate()
             .map(|(i, v)| ReviewItem {
-                api: self.src.id.clone(),
-                tool: None,
-                method: self.method.as_str(),
-                path: self.route.to_string(),
-                param: param.cloned(),
-                field,
                 key: REJECTED,
-                placement: None,
-                file: self.src.path.display().to_string(),
                 pointer: push_pointer(&list, &i.to_string()),
                 value: v.clone(),
-                spec: spec.clone(),
-                provenance: None,
-                check: None,
-                status: Status::Rejected,
+                ..self.at(param, field, spec, Status::Rejected)
             })
             .collect()
+    }
+
+    /// An item of `field` here, without its key, pointer, value, placement, provenance or
+    /// check.
+    fn at(
+        &self,
+        param: Option<&ParamRef>,
+        field: ReviewField,
+        spec: &Value,
+        status: Status,
+    ) -> ReviewItem {
+        ReviewItem {
+            api: self.src.id.clone(),
+            tool: None,
+            method: self.method.as_str(),
+            path: self.route.to_string(),
+            param: param.cloned(),
+            field,
+            key: "",
+            placement: None,
+            file: self.src.path.display().to_string(),
+            pointer: String::new(),
+            value: Value::Null,
+            spec: spec.clone(),
+            provenance: None,
+            check: None,
+            status,
+        }
     }
 
     fn item(
@@ -298,21 +315,13 @@ impl Place<'_> {
                 c
             });
         Some(ReviewItem {
-            api: self.src.id.clone(),
-            tool: None,
-            method: self.method.as_str(),
-            path: self.route.to_string(),
-            param: param.cloned(),
-            field,
             key: located.key,
             placement: located.placement,
-            file: self.src.path.display().to_string(),
             pointer: push_pointer(ptr, located.key),
             value: located.value.clone(),
-            spec: spec.clone(),
             provenance,
             check,
-            status,
+            ..self.at(param, field, spec, status)
         })
     }
 }

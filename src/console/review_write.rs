@@ -418,6 +418,13 @@ mod tests {
         .unwrap()
     }
 
+    /// `o` after its generated description was rejected.
+    fn rejected(mut o: Map<String, Value>) -> Map<String, Value> {
+        let reject = review(Verdict::Reject, None);
+        apply(&mut o, Family::OpenApi3, ReviewField::Description, &reject).unwrap();
+        o
+    }
+
     #[test]
     fn accept_edit_reject_as_a_person_would() {
         let f = Family::OpenApi3;
@@ -448,14 +455,7 @@ mod tests {
         assert_eq!(o["x-shortlist-description"], "Returns one A.");
         assert_eq!(o["description"], "getA", "the author's text stays");
 
-        let mut o = op();
-        apply(
-            &mut o,
-            f,
-            ReviewField::Description,
-            &review(Verdict::Reject, None),
-        )
-        .unwrap();
+        let mut o = rejected(op());
         assert!(!o.contains_key("x-shortlist-description"));
         assert_eq!(o["description"], "getA");
         assert_eq!(
@@ -523,14 +523,7 @@ mod tests {
     #[test]
     fn a_rejection_is_undone_by_restoring_the_value_it_names() {
         let f = Family::OpenApi3;
-        let mut o = op();
-        apply(
-            &mut o,
-            f,
-            ReviewField::Description,
-            &review(Verdict::Reject, None),
-        )
-        .unwrap();
+        let mut o = rejected(op());
         let mut restore = review(Verdict::Restore, None);
         restore.expected = Some(json!("Something never rejected."));
         assert!(matches!(

@@ -30,53 +30,32 @@ const PARAM_FIELDS: [Field; 3] = [Field::Description, Field::DescriptionBeside, 
 /// Returns how many values were carried.
 pub fn carry(base: &mut Value, prev: &Value, family: Family) -> usize {
     let mut edits: Vec<Edit> = Vec::new();
-    let Some(paths) = prev.get("paths").and_then(Value::as_object) else {
-        return 0;
-    };
-    for (route, item) in paths {
-        for method in Method::ALL {
-            let Some(op) = item.get(method.key()) else {
-                continue;
-            };
-            for f in OP_FIELDS {
-                let base_has = base
-                    .pointer(&op_pointer(route, method))
-                    .and_then(|o| o.get(f.key(family)))
-                    .is_some();
-                if let Some(v) = adopted(op, f, family).filter(|_| !base_has) {
-                    edits.push(Edit::Op(route.clone(), method, f, v));
-                }
+    for (route, method, op) in operations(prev) {
+        for f in OP_FIELDS {
+            let base_has = base
+                .pointer(&op_pointer(route, method))
+                .and_then(|o| o.get(f.key(family)))
+                .is_some();
+            if let Some(v) = adopted(op, f, family).filter(|_| !base_has) {
+                edits.push(Edit::Op(route.clone(), method, f, v));
             }
-            for p in op
-                .get("parameters")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let (Some(name), Some(loc)) = (
-                    p.get("name").and_then(Value::as_str),
-                    p.get("in")
-                        .and_then(Value::as_str)
-                        .and_then(ParamLocation::parse),
-                ) else {
-                    continue;
-                };
-                let base_param = apply::find_param(base, route, method, name, loc);
-                for f in PARAM_FIELDS {
-                    let base_has = base_param.as_ref().is_some_and(|bp| {
-                        bp.get(f.key(family)).is_some()
-                            || (f == Field::Example && bp.get("examples").is_some())
-                    });
-                    if let Some(v) = adopted(p, f, family).filter(|_| !base_has) {
-                        edits.push(Edit::Param(
-                            route.clone(),
-                            method,
-                            name.to_string(),
-                            loc,
-                            f,
-                            v,
-                        ));
-                    }
+        }
+        for (name, loc, p) in own_parameters(op) {
+            let base_param = apply::find_param(base, route, method, name, loc);
+            for f in PARAM_FIELDS {
+                let base_has = base_param.as_ref().is_some_and(|bp| {
+                    bp.get(f.key(family)).is_some()
+                        || (f == Field::Example && bp.get("examples").is_some())
+                });
+                if let Some(v) = adopted(p, f, family).filter(|_| !base_has) {
+                    edits.push(Edit::Param(
+                        route.clone(),
+                        method,
+                        name.to_string(),
+                        loc,
+                        f,
+                        v,
+                    ));
                 }
             }
         }
@@ -93,6 +72,35 @@ pub fn carry(base: &mut Value, prev: &Value, family: Family) -> usize {
         carried += usize::from(ok.is_ok());
     }
     carried
+}
+
+/// Every operation of `doc`: its route, method and object.
+pub(super) fn operations(doc: &Value) -> impl Iterator<Item = (&String, Method, &Value)> {
+    doc.get("paths")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .flat_map(|(route, item)| {
+            Method::ALL
+                .into_iter()
+                .filter_map(move |m| item.get(m.key()).map(|op| (route, m, op)))
+        })
+}
+
+/// The parameters an operation declares itself, with a name and a known location.
+pub(super) fn own_parameters(op: &Value) -> impl Iterator<Item = (&str, ParamLocation, &Value)> {
+    op.get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let name = p.get("name").and_then(Value::as_str)?;
+            let loc = p
+                .get("in")
+                .and_then(Value::as_str)
+                .and_then(ParamLocation::parse)?;
+            Some((name, loc, p))
+        })
 }
 
 enum Edit {

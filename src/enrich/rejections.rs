@@ -15,6 +15,7 @@
 //! record to forget the rejections. The loader ignores it: it is never indexed.
 
 use super::apply::{self, Field};
+use super::carry;
 use super::REJECTED;
 use crate::catalog::normalize::Family;
 use crate::catalog::{Method, ParamLocation};
@@ -75,45 +76,26 @@ pub fn rejected_in(
 /// Returns how many records were carried; one on an operation or parameter the original
 /// no longer has is dropped.
 pub fn carry(base: &mut Value, prev: &Value, family: Family) -> usize {
-    let Some(paths) = prev.get("paths").and_then(Value::as_object) else {
-        return 0;
-    };
     let mut carried = 0;
-    for (route, item) in paths {
-        for method in Method::ALL {
-            let Some(op) = item.get(method.key()) else {
+    for (route, method, op) in carry::operations(prev) {
+        if let Some(record) = op.get(REJECTED).and_then(Value::as_object) {
+            if let Some(target) = apply::op_mut(base, route, method) {
+                merge(target, record);
+                carried += 1;
+            }
+        }
+        for (name, loc, p) in carry::own_parameters(op) {
+            let Some(record) = p.get(REJECTED).and_then(Value::as_object) else {
                 continue;
             };
-            if let Some(record) = op.get(REJECTED).and_then(Value::as_object) {
-                if let Some(target) = apply::op_mut(base, route, method) {
-                    merge(target, record);
-                    carried += 1;
-                }
+            // Only a parameter the original still declares (the slot would declare a
+            // missing path parameter, which a rejection alone should not do).
+            if apply::find_param(base, route, method, name, loc).is_none() {
+                continue;
             }
-            for p in op
-                .get("parameters")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let (Some(record), Some(name), Some(loc)) = (
-                    p.get(REJECTED).and_then(Value::as_object),
-                    p.get("name").and_then(Value::as_str),
-                    p.get("in")
-                        .and_then(Value::as_str)
-                        .and_then(ParamLocation::parse),
-                ) else {
-                    continue;
-                };
-                // Only a parameter the original still declares (the slot would declare a
-                // missing path parameter, which a rejection alone should not do).
-                if apply::find_param(base, route, method, name, loc).is_none() {
-                    continue;
-                }
-                if let Ok(target) = apply::param_slot(base, family, route, method, name, loc) {
-                    merge(target, record);
-                    carried += 1;
-                }
+            if let Ok(target) = apply::param_slot(base, family, route, method, name, loc) {
+                merge(target, record);
+                carried += 1;
             }
         }
     }
