@@ -2,8 +2,8 @@
 //! misbehaving server: transient failures are retried without losing the batch, an answer
 //! that is not JSON is asked again in halves until the endpoint that breaks it is alone,
 //! an answer that leaves an endpoint out asks again for that endpoint only (saying why),
-//! a truncated answer keeps what was complete, and a refused key stops the run without
-//! leaking it. The per-task path has its own tests (`enrich_faults.rs`).
+//! a truncated answer keeps what was complete, a refused key stops the run without
+//! leaking it, and a value a reviewer rejected is shown to the model and never taken again. The per-task path has its own tests (`enrich_faults.rs`).
 
 #[path = "support/enrich_cli.rs"]
 mod enrich_cli;
@@ -254,4 +254,86 @@ fn a_refused_key_stops_a_batched_run_without_leaking_it() {
         "the run stops instead of failing every batch"
     );
     assert!(!enriched_path(&spec).exists());
+}
+
+#[test]
+fn a_rejected_value_is_shown_to_the_model_and_never_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = ["/alpha", "/bravo"];
+    let spec = spec(dir.path(), &paths);
+    // The first three requests get the same valid answer; then every description is new.
+    let reworded = "Lists the alpha records, newest first, one page at a time.";
+    let server = FaultLlm::start(move |n, seen| {
+        if n < 3 {
+            return Reply::Good;
+        }
+        let mut v: Value = serde_json::from_str(&good_answer(seen)).unwrap();
+        for e in v.as_object_mut().unwrap().values_mut() {
+            e["description"] = json!(reworded);
+        }
+        Reply::Content(v.to_string())
+    });
+    let r = run_batched(&server, &spec, &["--retries", "0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let enriched = enriched_path(&spec);
+    let mut doc = read_json(&enriched);
+    // A reviewer rejects /alpha's description, as the console records it.
+    let op = doc["paths"]["/alpha"]["get"].as_object_mut().unwrap();
+    let first = op.remove("description").unwrap();
+    op.remove("x-shortlist-generated");
+    op.insert(
+        "x-shortlist-rejected".into(),
+        json!({"description": [first.clone()]}),
+    );
+    std::fs::write(&enriched, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    // The model is told, and answers the same again, twice: its answer is not written (the
+    // heuristic's text is, as for any failed answer).
+    let r = run_batched(&server, &spec, &["--retries", "0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        3,
+        "/bravo came from the cache, /alpha was asked twice"
+    );
+    let told = seen[1].prompt();
+    assert_eq!(asked(&told, &paths), ["/alpha"]);
+    assert!(
+        told.contains("rejected by a reviewer") && told.contains(first.as_str().unwrap()),
+        "{told}"
+    );
+    assert!(
+        seen[2].prompt().contains("repeats one a reviewer rejected"),
+        "the second request says why: {}",
+        seen[2].prompt()
+    );
+    let doc = read_json(&enriched);
+    let alpha = op_of(&doc, "/alpha");
+    assert_ne!(alpha.get("description"), Some(&first), "{alpha}");
+    assert_eq!(
+        generator(&doc, "/alpha"),
+        "heuristic",
+        "the fallback's own text: {alpha}"
+    );
+    assert!(
+        r.stderr.contains("repeats one a reviewer rejected"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(alpha["x-shortlist-rejected"]["description"], json!([first]));
+    assert_eq!(generator(&doc, "/bravo"), MODEL);
+
+    // Asked with --retry-failed, the model now writes something else: it awaits review.
+    let r = run_batched(&server, &spec, &["--retries", "0", "--retry-failed"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = read_json(&enriched);
+    let alpha = op_of(&doc, "/alpha");
+    assert_eq!(alpha["description"], reworded, "{alpha}");
+    assert_eq!(generator(&doc, "/alpha"), MODEL);
+    assert_eq!(alpha["x-shortlist-rejected"]["description"], json!([first]));
+}
+
+fn op_of<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    op(doc, path, "get")
 }

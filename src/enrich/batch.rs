@@ -17,7 +17,7 @@
 use super::answers::{self, Ask, Verdict, MAX_QUESTIONS};
 use super::cache::{self, Entry};
 use super::generate::{
-    ask_for, drop_echoes, heuristic_fill, take, Generation, Outcome, TaskAnswer,
+    ask_for, drop_echoes, drop_rejected, heuristic_fill, take, Generation, Outcome, TaskAnswer,
 };
 use super::llm::{LlmClient, LlmError, Message};
 use super::llm_json;
@@ -148,12 +148,11 @@ fn key(
     task: Task,
     ask: &Ask,
 ) -> String {
-    let ctx_json = serde_json::to_string(&plan.context).unwrap_or_default();
     cache::key(
         task,
         &g.prompts.batch.sha256,
         client.model(),
-        &ctx_json,
+        &plan.context.cache_text(task),
         &ask.names(),
     )
 }
@@ -325,6 +324,11 @@ fn block(id: &str, plan: &EndpointPlan, item: &Item) -> String {
         })
         .collect();
     s.push_str(&format!("\nwrite: {}", want.join(", ")));
+    let tasks: Vec<Task> = item.tasks.iter().map(|(t, _)| *t).collect();
+    if let Some(line) = c.rejected_text(&tasks) {
+        s.push('\n');
+        s.push_str(&line);
+    }
     if !item.problems.is_empty() {
         s.push_str(&format!(
             "\nyour earlier answer could not be used: {}",
@@ -551,6 +555,7 @@ async fn ask_group(
                         .problems
                         .push("the answer was cut off at the token limit; answer shorter".into());
                 }
+                drop_rejected(task, &mut verdict, &plan.context);
                 drop_echoes(task, &mut verdict, user_prompt);
                 // The whole ask (the cache key) and everything accepted for it so far.
                 let (full, mut done) = earlier.unwrap_or_else(|| (ask.clone(), Map::new()));

@@ -6,6 +6,7 @@
 //! a change elsewhere in the spec does not invalidate cached answers. Long texts are
 //! clipped because small local models have 2k-token windows.
 
+use super::Task;
 use crate::catalog::{Endpoint, Parameter};
 use crate::text::{clean, clip_chars};
 use serde::Serialize;
@@ -51,6 +52,21 @@ pub struct EndpointContext {
     pub parameters: Vec<ParamContext>,
     pub request_body: Option<String>,
     pub response_fields: Vec<String>,
+    /// Values a reviewer rejected for this endpoint (`x-shortlist-rejected`). Not part of
+    /// the context's JSON: a task's cache key takes only its own rejections
+    /// ([`EndpointContext::cache_text`]), so rejecting a description does not ask again for
+    /// the summary.
+    #[serde(skip)]
+    pub rejected: Vec<Rejected>,
+}
+
+/// A value rejected in review, for the task that would write it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub task: Task,
+    /// The parameter, for a parameter's description or example.
+    pub param: Option<String>,
+    pub value: Value,
 }
 
 impl EndpointContext {
@@ -80,6 +96,70 @@ impl EndpointContext {
                 .take(MAX_FIELDS)
                 .cloned()
                 .collect(),
+            rejected: Vec::new(),
+        }
+    }
+
+    /// What a cache key of `task` hashes: the context's JSON, then the task's rejected
+    /// values when there are any (so that the model is asked again, told what was
+    /// rejected, rather than the rejected answer taken from the cache).
+    pub fn cache_text(&self, task: Task) -> String {
+        let mut s = serde_json::to_string(self).unwrap_or_default();
+        let tasks = [task];
+        let own: Vec<&Value> = self.rejected_for(&tasks).map(|r| &r.value).collect();
+        if !own.is_empty() {
+            s.push('\u{1f}');
+            s.push_str(&serde_json::to_string(&own).unwrap_or_default());
+        }
+        s
+    }
+
+    /// The rejected values of `tasks`.
+    pub fn rejected_for<'a>(&'a self, tasks: &'a [Task]) -> impl Iterator<Item = &'a Rejected> {
+        self.rejected.iter().filter(|r| tasks.contains(&r.task))
+    }
+
+    /// The prompt's line about the rejected values of `tasks`, if any: `rejected in
+    /// review, write something else: description "..."; example of region "US"`.
+    pub fn rejected_text(&self, tasks: &[Task]) -> Option<String> {
+        let parts: Vec<String> = self
+            .rejected_for(tasks)
+            .map(|r| {
+                let what = match (r.task, &r.param) {
+                    (Task::ParamExamples, Some(p)) => format!("example of parameter {p}"),
+                    (_, Some(p)) => format!("description of parameter {p}"),
+                    (t, None) => t.answer_key().to_string(),
+                };
+                let value = match &r.value {
+                    Value::String(s) => format!("\"{}\"", short(s, TEXT_CHARS)),
+                    v => clip_chars(&v.to_string(), TEXT_CHARS),
+                };
+                format!("{what} {value}")
+            })
+            .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "rejected by a reviewer, so write something different: {}",
+                parts.join("; ")
+            )
+        })
+    }
+
+    /// A context of `GET /orders` and nothing else, for tests.
+    #[cfg(test)]
+    pub(crate) fn bare() -> EndpointContext {
+        EndpointContext {
+            api_title: "Shop".into(),
+            method: "GET".into(),
+            path: "/orders".into(),
+            operation_id: None,
+            summary: None,
+            description: None,
+            tags: vec![],
+            parameters: vec![],
+            request_body: None,
+            response_fields: vec![],
+            rejected: vec![],
         }
     }
 
@@ -254,6 +334,47 @@ fn strip_property_map(v: &Value, depth: usize) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tasks_rejections_change_its_cache_text_and_prompt_only() {
+        let mut ctx = EndpointContext::bare();
+        let plain = serde_json::to_string(&ctx).unwrap();
+        assert_eq!(
+            ctx.cache_text(Task::Description),
+            plain,
+            "without rejections the key is what it always was"
+        );
+        assert_eq!(ctx.rejected_text(&[Task::Description]), None);
+        ctx.rejected = vec![
+            Rejected {
+                task: Task::Description,
+                param: None,
+                value: json!("Lists the orders."),
+            },
+            Rejected {
+                task: Task::ParamExamples,
+                param: Some("status".into()),
+                value: json!("open"),
+            },
+        ];
+        assert_eq!(serde_json::to_string(&ctx).unwrap(), plain);
+        assert_ne!(ctx.cache_text(Task::Description), plain);
+        assert_ne!(ctx.cache_text(Task::ParamExamples), plain);
+        assert_eq!(
+            ctx.cache_text(Task::Summary),
+            plain,
+            "the summary is not asked again"
+        );
+        let line = ctx
+            .rejected_text(&[Task::Description, Task::ParamExamples])
+            .unwrap();
+        assert!(
+            line.contains("description \"Lists the orders.\"")
+                && line.contains("example of parameter status \"open\""),
+            "{line}"
+        );
+        assert_eq!(ctx.rejected_text(&[Task::Questions]), None);
+    }
 
     #[test]
     fn describes_types_and_constraints() {

@@ -10,6 +10,7 @@
 
 use super::answers::{self, Ask, Verdict};
 use super::cache::{self, Cache, Entry};
+use super::context::EndpointContext;
 use super::heuristic::{endpoint_description, param_description};
 use super::heuristic_examples;
 use super::llm::{LlmClient, LlmError, Message};
@@ -146,9 +147,9 @@ async fn ask_llm(
     out: &mut Outcome,
 ) -> Result<TaskAnswer, TaskError> {
     let template = g.prompts.get(task);
-    let ctx_json = serde_json::to_string(&plan.context).unwrap_or_default();
+    let ctx_text = plan.context.cache_text(task);
     let names = ask.names();
-    let key = cache::key(task, &template.sha256, client.model(), &ctx_json, &names);
+    let key = cache::key(task, &template.sha256, client.model(), &ctx_text, &names);
     if let Some(hit) = g.cache.and_then(|c| c.get(&key)) {
         if let Some(why) = &hit.failed {
             if !g.retry_failed {
@@ -176,7 +177,11 @@ async fn ask_llm(
             }
         }
     }
-    let prompt = template.render(&plan.context, &names);
+    let mut prompt = template.render(&plan.context, &names);
+    if let Some(line) = plan.context.rejected_text(&[task]) {
+        prompt.user.push_str("\n");
+        prompt.user.push_str(&line);
+    }
     let mut messages = vec![
         Message::system(prompt.system.clone()),
         Message::user(prompt.user.clone()),
@@ -194,6 +199,7 @@ async fn ask_llm(
         crate::text::clip_chars(&reply.content, 400)
     );
     let mut verdict = judge(task, &reply.content, reply.truncated, ask);
+    drop_rejected(task, &mut verdict, &plan.context);
     drop_echoes(task, &mut verdict, &prompt.user);
     if !verdict.complete(task) {
         // One correction turn, naming every problem; for parameters only the pending ones.
@@ -225,6 +231,7 @@ async fn ask_llm(
             crate::text::clip_chars(&second.content, 400)
         );
         let mut again = judge(task, &second.content, second.truncated, &retry_ask);
+        drop_rejected(task, &mut again, &plan.context);
         drop_echoes(task, &mut again, &prompt.user);
         verdict = merge(task, verdict, again);
     }
@@ -277,6 +284,44 @@ async fn ask_llm(
 
 /// Drops generated texts copied from the prompt itself (a small model parrots the
 /// instructions or their examples): they describe the template, not the endpoint.
+/// Drops accepted values that a reviewer rejected before for this endpoint
+/// (`ctx.rejected`), saying so: the prompt showed them, and the model is asked once more
+/// for something different.
+pub(super) fn drop_rejected(task: Task, verdict: &mut Verdict, ctx: &EndpointContext) {
+    let key = task.answer_key();
+    let same = |a: &Value, b: &Value| match (a, b) {
+        (Value::String(x), Value::String(y)) => x.trim() == y.trim(),
+        _ => a == b,
+    };
+    for r in ctx.rejected_for(&[task]) {
+        match (&r.param, verdict.accepted.get_mut(key)) {
+            (None, Some(v)) if same(v, &r.value) => {
+                verdict.accepted.remove(key);
+                verdict.problems.push(format!(
+                    "the {key} repeats one a reviewer rejected; write a different one"
+                ));
+            }
+            (Some(name), Some(Value::Object(values)))
+                if values.get(name).is_some_and(|v| same(v, &r.value)) =>
+            {
+                values.remove(name);
+                verdict.pending.push(name.clone());
+                verdict.problems.push(format!(
+                    "{name}: the value repeats one a reviewer rejected; give a different one"
+                ));
+            }
+            _ => {}
+        }
+    }
+    if verdict
+        .accepted
+        .get(key)
+        .is_some_and(|v| v.as_object().is_some_and(Map::is_empty))
+    {
+        verdict.accepted.remove(key);
+    }
+}
+
 pub(super) fn drop_echoes(task: Task, verdict: &mut Verdict, prompt: &str) {
     let prompt = prompt.to_lowercase();
     let echo = |t: &str| {
@@ -522,6 +567,51 @@ mod tests {
         };
         drop_echoes(Task::Description, &mut d, "Write it. Answer as JSON: {}");
         assert!(d.accepted.is_empty() && d.problems[0].contains("repeats the instructions"));
+    }
+
+    #[test]
+    fn values_a_reviewer_rejected_are_dropped_and_asked_again() {
+        use super::super::context::Rejected;
+        let mut ctx = EndpointContext::bare();
+        ctx.rejected = vec![
+            Rejected {
+                task: Task::Description,
+                param: None,
+                value: json!("Lists the orders."),
+            },
+            Rejected {
+                task: Task::ParamExamples,
+                param: Some("status".into()),
+                value: json!("open"),
+            },
+        ];
+        let verdict = |v: Value| Verdict {
+            accepted: v.as_object().unwrap().clone(),
+            ..Verdict::default()
+        };
+        let mut d = verdict(json!({"description": " Lists the orders. "}));
+        drop_rejected(Task::Description, &mut d, &ctx);
+        assert!(d.accepted.is_empty(), "{:?}", d.accepted);
+        assert!(
+            d.problems[0].contains("a reviewer rejected"),
+            "{:?}",
+            d.problems
+        );
+        let mut other = verdict(json!({"description": "Lists every order of a shop."}));
+        drop_rejected(Task::Description, &mut other, &ctx);
+        assert!(other.problems.is_empty() && !other.accepted.is_empty());
+
+        let mut ex = verdict(json!({"examples": {"status": "open", "page": 2}}));
+        drop_rejected(Task::ParamExamples, &mut ex, &ctx);
+        assert_eq!(ex.accepted["examples"], json!({"page": 2}));
+        assert_eq!(ex.pending, ["status"]);
+        let mut only = verdict(json!({"examples": {"status": "open"}}));
+        drop_rejected(Task::ParamExamples, &mut only, &ctx);
+        assert!(only.accepted.is_empty(), "nothing left is nothing accepted");
+        // A summary was never rejected here: the description's rejection does not touch it.
+        let mut sum = verdict(json!({"summary": "Lists the orders."}));
+        drop_rejected(Task::Summary, &mut sum, &ctx);
+        assert!(sum.problems.is_empty());
     }
 
     #[test]

@@ -347,6 +347,7 @@ mod tests {
             parameters: vec![],
             request_body: None,
             response_fields: vec!["id".into()],
+            rejected: vec![],
         }
     }
 

@@ -10,8 +10,10 @@
 //! ```
 //!
 //! Every later run carries the record into the new enriched copy and writes no value it
-//! lists, for that field of that operation or parameter. A different value (another model,
-//! template or spec text) is written and awaits review as usual. A person may delete the
+//! lists, for that field of that operation or parameter. The model's prompt shows the
+//! rejected values and asks for something different (`context::EndpointContext::rejected`),
+//! and an answer that repeats one is refused like any unusable answer; a different value
+//! is written and awaits review as usual. A person may delete the
 //! record to forget the rejections. The loader ignores it: it is never indexed.
 
 use super::apply::{self, Field};
