@@ -179,7 +179,7 @@ async fn ask_llm(
     }
     let mut prompt = template.render(&plan.context, &names);
     if let Some(line) = plan.context.rejected_text(&[task]) {
-        prompt.user.push_str("\n");
+        prompt.user.push('\n');
         prompt.user.push_str(&line);
     }
     let mut messages = vec![
