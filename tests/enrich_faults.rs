@@ -485,3 +485,64 @@ fn sigkill_at_random_points_loses_no_finished_work() {
         );
     }
 }
+
+#[test]
+fn an_example_a_reviewer_rejected_is_never_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let params =
+        json!([{"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}}]);
+    let spec = spec(dir.path(), &["/a"], params);
+    // 1 until the fourth request, then 4.
+    let server = FaultLlm::start(|n, _| {
+        let page = if n < 3 { 1 } else { 4 };
+        Reply::Content(format!(r#"{{"examples": {{"page": {page}}}}}"#))
+    });
+    let r = run_llm(&server, &spec, &["--tasks", "param-examples"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let enriched = enriched_path(&spec);
+    let mut doc = read_json(&enriched);
+    let p = doc["paths"]["/a"]["get"]["parameters"][0]
+        .as_object_mut()
+        .unwrap();
+    assert_eq!(p["example"], 1);
+    // A reviewer rejects it, as the console records it.
+    p.remove("example");
+    p.remove("x-shortlist-generated");
+    p.insert("x-shortlist-rejected".into(), json!({"example": [1]}));
+    std::fs::write(&enriched, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    // Told, the model gives 1 twice; the heuristic's fallback is 1 too: nothing is written.
+    let r = run_llm(&server, &spec, &["--tasks", "param-examples"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3, "{}", r.stderr);
+    assert!(
+        seen[1].prompt().contains("rejected by a reviewer")
+            && seen[1].prompt().contains("example of parameter page 1"),
+        "{}",
+        seen[1].prompt()
+    );
+    let s = r.summary();
+    assert_eq!(
+        s["rejected_before"],
+        json!(["api GET /a: page example"]),
+        "{s}"
+    );
+    let a = op(&read_json(&enriched), "/a", "get").clone();
+    assert!(param(&a, "page").get("example").is_none(), "{a}");
+    assert_eq!(
+        param(&a, "page")["x-shortlist-rejected"]["example"],
+        json!([1])
+    );
+
+    // Another answer later is written, and awaits review.
+    let r = run_llm(
+        &server,
+        &spec,
+        &["--tasks", "param-examples", "--retry-failed"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let a = op(&read_json(&enriched), "/a", "get").clone();
+    assert_eq!(param(&a, "page")["example"], 4, "{}", r.stderr);
+    assert_eq!(generator(param(&a, "page"), "example"), MODEL);
+}
