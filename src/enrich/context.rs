@@ -163,6 +163,24 @@ impl EndpointContext {
         }
     }
 
+    /// [`EndpointContext::bare`] whose description "Lists the orders." and example "open"
+    /// of parameter `status` were rejected, for tests.
+    #[cfg(test)]
+    pub(crate) fn rejecting() -> EndpointContext {
+        let rejected = |task, param: Option<&str>, value| Rejected {
+            task,
+            param: param.map(str::to_string),
+            value,
+        };
+        EndpointContext {
+            rejected: vec![
+                rejected(Task::Description, None, "Lists the orders.".into()),
+                rejected(Task::ParamExamples, Some("status"), "open".into()),
+            ],
+            ..EndpointContext::bare()
+        }
+    }
+
     /// The parameter list as prompt text, one line per parameter.
     pub fn parameters_text(&self) -> String {
         lines(self.parameters.iter())
@@ -345,18 +363,7 @@ mod tests {
             "without rejections the key is what it always was"
         );
         assert_eq!(ctx.rejected_text(&[Task::Description]), None);
-        ctx.rejected = vec![
-            Rejected {
-                task: Task::Description,
-                param: None,
-                value: json!("Lists the orders."),
-            },
-            Rejected {
-                task: Task::ParamExamples,
-                param: Some("status".into()),
-                value: json!("open"),
-            },
-        ];
+        ctx.rejected = EndpointContext::rejecting().rejected;
         assert_eq!(serde_json::to_string(&ctx).unwrap(), plain);
         assert_ne!(ctx.cache_text(Task::Description), plain);
         assert_ne!(ctx.cache_text(Task::ParamExamples), plain);

@@ -571,20 +571,7 @@ mod tests {
 
     #[test]
     fn values_a_reviewer_rejected_are_dropped_and_asked_again() {
-        use super::super::context::Rejected;
-        let mut ctx = EndpointContext::bare();
-        ctx.rejected = vec![
-            Rejected {
-                task: Task::Description,
-                param: None,
-                value: json!("Lists the orders."),
-            },
-            Rejected {
-                task: Task::ParamExamples,
-                param: Some("status".into()),
-                value: json!("open"),
-            },
-        ];
+        let ctx = EndpointContext::rejecting();
         let verdict = |v: Value| Verdict {
             accepted: v.as_object().unwrap().clone(),
             ..Verdict::default()
