@@ -171,3 +171,35 @@ fn keys_nested_in_keys_do_not_double_per_level() {
         .clone();
     assert!(key.len() <= 256, "{} bytes", key.len());
 }
+
+/// `redact_secrets`, `timeout-b97f7df9…` (124 bytes): a secret with a run of backslashes
+/// against a text of long backslash runs. A backslash of the secret matches one to eight
+/// backslashes of the text (escaped once, twice, ...), and the search tried every way to
+/// share the text's run among the secret's, again after every failure: exponential, and
+/// past libFuzzer's 10 s limit. Places already seen to fail are now remembered.
+#[test]
+fn backslash_runs_do_not_make_redaction_exponential() {
+    use shortlist::invoke::redact::{Redactor, MASK};
+    let secret = format!("15api0f{}FFFF", "\\".repeat(24));
+    let mut r = Redactor::default();
+    r.add(&secret);
+    // Almost the secret, many times over: long runs, then a character that breaks it.
+    let near = format!("15api0f{}G", "\\".repeat(60));
+    let text = format!("{} and then {secret} itself", near.repeat(8));
+    let started = std::time::Instant::now();
+    let out = r.redact(&text);
+    let cut = r.redact_cut(&format!("{near}15api0f{}", "\\".repeat(40)));
+    // Whether it ends at all: the fix takes milliseconds, the exponential search did not
+    // end in an hour.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.contains(MASK) && !out.contains(&secret), "{out}");
+    assert!(
+        out.starts_with(&near),
+        "text that is not the secret stays: {out}"
+    );
+    assert!(cut.ends_with(MASK), "a cut secret's start is masked: {cut}");
+}

@@ -19,6 +19,7 @@
 //! this crate or of its dependencies (HTTP client, MCP library) prints one.
 
 use base64::Engine;
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::RwLock;
 
@@ -156,21 +157,48 @@ impl Redactor {
 /// Where a spelling of `secret` that starts at `t[i]` ends. With `to_end`, a spelling of
 /// at least [`MIN_CHARS`] leading characters of the secret that reaches the end of `t`
 /// also counts.
+///
+/// A character may have several spellings at one place (a backslash of the secret against a
+/// run of backslashes matches one to eight of them), so the search remembers the places
+/// (text position, characters matched) it has seen fail: each is tried once, and a text
+/// of backslashes costs a polynomial search rather than an exponential one.
 fn spelled(t: &[u8], i: usize, secret: &[char], to_end: bool) -> Option<usize> {
-    fn go(t: &[u8], i: usize, rest: &[char], done: usize, to_end: bool) -> Option<usize> {
-        let Some((&c, tail)) = rest.split_first() else {
-            return Some(i);
-        };
-        if to_end && i == t.len() && done >= MIN_CHARS {
-            return Some(i);
-        }
-        let mut ends = [0usize; 8];
-        let n = spellings(t, i, c, &mut ends);
-        ends[..n]
-            .iter()
-            .find_map(|&e| go(t, e, tail, done + 1, to_end))
+    struct Search<'a> {
+        t: &'a [u8],
+        to_end: bool,
+        failed: HashSet<(usize, usize)>,
     }
-    let end = go(t, i, secret, 0, to_end)?;
+    impl Search<'_> {
+        fn go(&mut self, i: usize, rest: &[char], done: usize) -> Option<usize> {
+            let Some((&c, tail)) = rest.split_first() else {
+                return Some(i);
+            };
+            if self.to_end && i == self.t.len() && done >= MIN_CHARS {
+                return Some(i);
+            }
+            // The first character is tried once per call: nothing to remember there.
+            if done > 0 && self.failed.contains(&(i, done)) {
+                return None;
+            }
+            let mut ends = [0usize; 8];
+            let n = spellings(self.t, i, c, &mut ends);
+            for &e in &ends[..n] {
+                if let Some(end) = self.go(e, tail, done + 1) {
+                    return Some(end);
+                }
+            }
+            if done > 0 {
+                self.failed.insert((i, done));
+            }
+            None
+        }
+    }
+    let mut search = Search {
+        t,
+        to_end,
+        failed: HashSet::new(),
+    };
+    let end = search.go(i, secret, 0)?;
     (!to_end || end == t.len()).then_some(end)
 }
 
