@@ -13,9 +13,10 @@
 //! Values a reviewer adopted (an `x-shortlist-*` field without its marker) count as present.
 
 use super::apply::find_param;
-use super::context::{EndpointContext, Rejected};
+use super::context::EndpointContext;
 use super::heuristic_examples::{exampleable, is_secret};
-use super::{Only, Task, DESCRIPTION_BESIDE, QUESTIONS, REJECTED, SUMMARY};
+use super::rejections;
+use super::{Only, Task, DESCRIPTION_BESIDE, QUESTIONS, SUMMARY};
 use crate::catalog::weak::is_weak;
 use crate::catalog::Endpoint;
 use serde_json::Value;
@@ -66,25 +67,6 @@ impl EndpointPlan {
         };
 
         let mut skipped = usize::from(want(Task::Description) && description.is_none());
-        let mut rejected = Vec::new();
-        let record = |obj: Option<&Value>, field: &str| -> Vec<Value> {
-            obj.and_then(|o| o.get(REJECTED))
-                .and_then(|r| r.get(field))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        for (task, field) in [
-            (Task::Description, "description"),
-            (Task::Summary, "summary"),
-            (Task::Questions, "questions"),
-        ] {
-            rejected.extend(record(op, field).into_iter().map(|value| Rejected {
-                task,
-                param: None,
-                value,
-            }));
-        }
         let mut param_descriptions = Vec::new();
         let mut param_examples = Vec::new();
         for (i, p) in ep.parameters.iter().enumerate() {
@@ -95,20 +77,6 @@ impl EndpointPlan {
             }
             let raw = find_param(doc, &ep.path, ep.method, &p.name, p.location);
             let raw_has = |k: &str| raw.as_ref().and_then(|r| r.get(k)).is_some();
-            for (task, field) in [
-                (Task::ParamDescriptions, "description"),
-                (Task::ParamExamples, "example"),
-            ] {
-                rejected.extend(
-                    record(raw.as_ref(), field)
-                        .into_iter()
-                        .map(|value| Rejected {
-                            task,
-                            param: Some(p.name.clone()),
-                            value,
-                        }),
-                );
-            }
             if want(Task::ParamDescriptions) {
                 match placement(p.description.as_deref(), &[&p.name, &ep.path, &op_id], only) {
                     Some(pl) if !raw_has(DESCRIPTION_BESIDE) => param_descriptions.push((i, pl)),
@@ -128,7 +96,7 @@ impl EndpointPlan {
         skipped += usize::from(want(Task::Summary) && !summary);
         skipped += usize::from(want(Task::Questions) && !questions);
         let mut context = EndpointContext::of(&ep);
-        context.rejected = rejected;
+        context.rejected = rejections::of_endpoint(doc, &ep);
         EndpointPlan {
             spec,
             context,

@@ -18,9 +18,10 @@
 
 use super::apply::{self, Field};
 use super::carry;
-use super::REJECTED;
+use super::context::Rejected;
+use super::{Task, REJECTED};
 use crate::catalog::normalize::Family;
-use crate::catalog::{Method, ParamLocation};
+use crate::catalog::{Endpoint, Method, ParamLocation};
 use serde_json::{json, Map, Value};
 
 /// Records `value` as rejected for the field whose marker entry is `field` (`description`,
@@ -71,6 +72,47 @@ pub fn rejected_in(
         Some((name, loc)) => apply::find_param(doc, route, method, name, loc)
             .is_some_and(|p| listed(&p, field.marker(), value)),
     }
+}
+
+/// The values rejected for `ep`'s operation and parameters in `doc` (the spec being
+/// enriched, records carried over), each with the task that would write it again.
+pub fn of_endpoint(doc: &Value, ep: &Endpoint) -> Vec<Rejected> {
+    let op = doc
+        .get("paths")
+        .and_then(|p| p.get(&ep.path))
+        .and_then(|i| i.get(ep.method.key()));
+    let record = |obj: Option<&Value>, field: &str| -> Vec<Value> {
+        obj.and_then(|o| o.get(REJECTED))
+            .and_then(|r| r.get(field))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    let mut add = |task, param: Option<&str>, values: Vec<Value>| {
+        out.extend(values.into_iter().map(|value| Rejected {
+            task,
+            param: param.map(str::to_string),
+            value,
+        }));
+    };
+    for (task, field) in [
+        (Task::Description, "description"),
+        (Task::Summary, "summary"),
+        (Task::Questions, "questions"),
+    ] {
+        add(task, None, record(op, field));
+    }
+    for p in &ep.parameters {
+        let declared = apply::find_param(doc, &ep.path, ep.method, &p.name, p.location);
+        for (task, field) in [
+            (Task::ParamDescriptions, "description"),
+            (Task::ParamExamples, "example"),
+        ] {
+            add(task, Some(&p.name), record(declared.as_ref(), field));
+        }
+    }
+    out
 }
 
 /// Copies the rejection records of `prev` (the previous enriched copy) onto the same
