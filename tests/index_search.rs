@@ -4,6 +4,7 @@ use shortlist::catalog::Catalog;
 use shortlist::index::catalog_index::{self, EndpointIndex};
 use shortlist::index::doc_text::DocVariant;
 use shortlist::index::{Embedder, EmbedderConfig};
+use shortlist::shortlist::explain::Origin;
 use shortlist::shortlist::{Options, Shortlister};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -191,12 +192,13 @@ fn a_request_naming_a_one_word_api_finds_that_apis_endpoint() {
     }
 }
 
-/// A request of several tasks gets each task's endpoint near the top, whether its whole
-/// text goes to the model as well or its vector is the tasks' mean (the default).
+/// A request of many tasks gets each task's endpoint near the top, and its places go to
+/// the tasks: the whole request, which favours what fits its overall theme, takes none.
+/// A request that may be one chain of steps still ranks by its whole text too.
 #[test]
-fn a_request_of_many_tasks_finds_each_task_with_or_without_the_whole_embedded() {
+fn a_request_of_many_tasks_gives_its_places_to_its_tasks() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = shortlister("spotify.json", dir.path());
+    let s = shortlister("spotify.json", dir.path());
     let query = "Turn the playback volume down to 30 percent, switch repeat mode off for the \
                  current context, and list the devices that can play music";
     let wanted = [
@@ -204,19 +206,22 @@ fn a_request_of_many_tasks_finds_each_task_with_or_without_the_whole_embedded() 
         "PUT /me/player/repeat",
         "GET /me/player/devices",
     ];
-    let mut lists = Vec::new();
-    for embed_whole in [false, true] {
-        s.set_options(Options {
-            embed_whole,
-            ..Options::default()
-        });
-        assert_in_top(&s, query, 5, &wanted);
-        let hits = s.search(query, 10, None).unwrap();
-        lists.push(hits.iter().map(|h| h.score).collect::<Vec<f32>>());
+    assert_in_top(&s, query, 5, &wanted);
+    let (_, explained) = s.search_explained(query, 10, None).unwrap();
+    assert_eq!(explained.tasks.len(), 3, "{:?}", explained.tasks);
+    for x in &explained.hits {
+        assert!(
+            matches!(x.origin, Origin::TaskPart { .. }) && x.request == 0.0,
+            "{x:?}"
+        );
     }
-    assert_ne!(
-        lists[0], lists[1],
-        "the option changes the whole request's scores"
+    let chain = "Find the album Abbey Road and then list its tracks";
+    let (_, explained) = s.search_explained(chain, 5, None).unwrap();
+    assert!(explained.tasks.len() <= 2, "{:?}", explained.tasks);
+    assert!(
+        explained.hits.iter().any(|x| x.request > 0.0),
+        "{:?}",
+        explained.hits
     );
 }
 

@@ -85,11 +85,6 @@ pub struct EvalArgs {
     /// tasks than `--chain-max-tasks` keeps its first endpoint and each task's best.
     #[arg(long, value_name = "RATIO|off", value_parser = parse_cut)]
     pub cut: Option<Cut>,
-    /// Embed the whole text of a request of more tasks than `--chain-max-tasks` beside its
-    /// tasks (true), or take the tasks' length-weighted mean (false, the default: half the
-    /// model's work).
-    #[arg(long, value_name = "BOOL")]
-    pub embed_whole: Option<bool>,
     /// Print JSON (with every query's outcome) instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -146,7 +141,6 @@ impl EvalArgs {
             name_list_weight: self.name_list_weight.unwrap_or(d.name_list_weight),
             sibling_weight: self.sibling_weight.unwrap_or(d.sibling_weight),
             cut: self.cut.map_or(d.cut, |c| c.0),
-            embed_whole: self.embed_whole.unwrap_or(d.embed_whole),
         }
     }
 

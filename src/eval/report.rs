@@ -42,12 +42,7 @@ pub fn describe_options(variant: DocVariant, o: &Options) -> String {
         o.chain_max_tasks
     );
     if o.split {
-        let _ = write!(
-            s,
-            " part-weight={} embed-whole={}",
-            o.part_weight,
-            on(o.embed_whole)
-        );
+        let _ = write!(s, " part-weight={}", o.part_weight);
     }
     // The request-reading weights, printed only when they do something.
     let weights = [

@@ -233,15 +233,19 @@ impl Shortlister {
             })
             .collect();
         let weigher = Weigher::new(self, query, chain);
+        let whole_weight = o.whole_weight(found.len() - 1);
+        let of_text = |t: usize| if t == 0 { whole_weight } else { 1.0 };
+        bounds[0] *= whole_weight;
         // Per text, weighted, as the full ranking's `rank_score` of that text.
         let scored: Vec<Vec<f32>> = found
             .iter()
             .zip(&bm25)
-            .map(|(f, b)| {
+            .enumerate()
+            .map(|(t, (f, b))| {
                 pool.positions
                     .iter()
                     .zip(b)
-                    .map(|(&p, &l)| f.fused(p, l, w) * weigher.weight(p))
+                    .map(|(&p, &l)| f.fused(p, l, w) * weigher.weight(p) * of_text(t))
                     .collect()
             })
             .collect();
@@ -286,7 +290,8 @@ impl Shortlister {
                 let weight = weigher.weight(p);
                 let mut per_text = found
                     .iter()
-                    .map(|f| f.fused(p, f.bm25.score(p), w) * weight);
+                    .enumerate()
+                    .map(|(t, f)| f.fused(p, f.bm25.score(p), w) * weight * of_text(t));
                 let first = per_text.next().unwrap_or(0.0);
                 per_text.map(|c| o.part_weight * c).fold(first, f32::max)
             }
