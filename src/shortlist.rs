@@ -110,18 +110,14 @@ impl Options {
         tasks.max(1) <= self.chain_max_tasks
     }
 
-    /// The weight of the whole request's scores beside its tasks': 1 in a request that may
-    /// be a chain of steps, 0 in a request of more tasks. There the tasks cover what is
+    /// Whether the whole request's scores count beside its tasks': in a request that may be
+    /// a chain of steps, not in a request of more tasks. There the tasks cover what is
     /// asked, and the whole request (the mean of its tasks) favours endpoints that fit the
     /// request's overall theme and no task in particular, taking the tasks' places:
     /// measured on the suite, leaving it out raised R@5 by 1.8 on socbench-dev and 0.3 on
     /// toolbench-dev (`docs/results.md`).
-    pub fn whole_weight(&self, tasks: usize) -> f32 {
-        if self.chain(tasks) {
-            1.0
-        } else {
-            0.0
-        }
+    pub fn whole_counts(&self, tasks: usize) -> bool {
+        self.chain(tasks)
     }
 }
 
@@ -183,6 +179,16 @@ struct Scored {
     rank_score: Vec<f32>,
     /// Rescaled 0..=1 score fusion, whatever the ranking fusion: what the cut looks at.
     confidence: Vec<f32>,
+}
+
+impl Scored {
+    /// The scores of a text that does not count: 0 everywhere.
+    fn zero(n: usize) -> Scored {
+        Scored {
+            rank_score: vec![0.0; n],
+            confidence: vec![0.0; n],
+        }
+    }
 }
 
 impl Shortlister {
@@ -405,7 +411,7 @@ impl Shortlister {
     /// lexical retrieval. For a request of many tasks only the tasks go to the model, and
     /// the whole request takes their weighted mean ([`tasks::whole_vector`]): those
     /// requests are the long ones, and the whole request's scores do not enter their
-    /// ranking ([`Options::whole_weight`]); the vector serves the explanation.
+    /// ranking ([`Options::whole_counts`]); the vector serves the explanation.
     pub(crate) fn embed_request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ShortlistError> {
         if self.options.retrieval == Retrieval::Lexical {
             return Ok(Vec::new());
@@ -445,17 +451,21 @@ impl Shortlister {
             }
         }
         let allowed = allowed.unwrap_or_else(|| vec![true; n]);
+        // The whole text of a request of many tasks does not count: it is not scored.
+        let whole_counts = self.options.whole_counts(texts.len() - 1);
         let mut scored = Vec::with_capacity(texts.len());
         for (i, t) in texts.iter().enumerate() {
-            scored.push(self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?);
+            scored.push(if i == 0 && !whole_counts {
+                Scored::zero(n)
+            } else {
+                self.score(t, vectors.get(i).map(Vec::as_slice), &allowed)?
+            });
         }
         let weights = self.request_weights(query, chain);
-        let whole_weight = self.options.whole_weight(texts.len() - 1);
-        for (t, sc) in scored.iter_mut().enumerate() {
-            let of_text = if t == 0 { whole_weight } else { 1.0 };
+        for sc in scored.iter_mut() {
             for (i, w) in weights.iter().enumerate() {
-                sc.rank_score[i] *= w * of_text;
-                sc.confidence[i] *= w * of_text;
+                sc.rank_score[i] *= w;
+                sc.confidence[i] *= w;
             }
         }
         // The best endpoint of each task part: the cut keeps it, so a request for three

@@ -133,7 +133,7 @@ impl Shortlister {
             }
         };
         let chain = self.options.chain(parts.len());
-        let whole_weight = self.options.whole_weight(parts.len());
+        let whole_counts = self.options.whole_counts(parts.len());
         let weights = self.request_weights(query, chain);
         let said = crate::index::lexical::tokenize(query);
         let names = chain && expand::names_something(query);
@@ -142,7 +142,7 @@ impl Shortlister {
             .map(|h| {
                 let p = h.position;
                 let weight = weights.get(p).copied().unwrap_or(1.0);
-                let request = whole_weight * fused(0, p);
+                let request = if whole_counts { fused(0, p) } else { 0.0 };
                 let best_task = (1..texts.len())
                     .map(|i| (i - 1, self.options.part_weight * fused(i, p)))
                     .max_by(|a, b| a.1.total_cmp(&b.1));

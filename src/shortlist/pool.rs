@@ -233,9 +233,12 @@ impl Shortlister {
             })
             .collect();
         let weigher = Weigher::new(self, query, chain);
-        let whole_weight = o.whole_weight(found.len() - 1);
-        let of_text = |t: usize| if t == 0 { whole_weight } else { 1.0 };
-        bounds[0] *= whole_weight;
+        // As the full ranking: the whole text of a request of many tasks does not count.
+        let whole_counts = o.whole_counts(found.len() - 1);
+        let of_text = |t: usize| if t == 0 && !whole_counts { 0.0 } else { 1.0 };
+        if !whole_counts {
+            bounds[0] = f32::NEG_INFINITY;
+        }
         // Per text, weighted, as the full ranking's `rank_score` of that text.
         let scored: Vec<Vec<f32>> = found
             .iter()
