@@ -7,7 +7,7 @@
 //!   over stdio, streamable HTTP with a 2025-11-25 session, and stateless 2026-07-28 HTTP;
 //!   p50/p99 over every benchmark query, three rounds, after a warm-up;
 //! - the tokens (cl100k, `tiktoken-rs`) of what a client receives: the whole catalog as
-//!   tools (`--expose static`) versus a top-5 shortlist (the three meta-tools, the five
+//!   tools (`--expose catalog`) versus a top-5 shortlist (the three meta-tools, the five
 //!   exposed tools, and the `find_tools` answer that exposed them).
 //!
 //! `-- --scale` measures only the tokens, on catalogs of many APIs: about 2,000 endpoints
@@ -113,7 +113,7 @@ fn token_counts(
     queries: &[String],
     tokens: &dyn Fn(&Value) -> usize,
 ) -> (usize, usize, usize, f64, f64) {
-    let mut all = Stdio1::start(base, &["--expose", "static"]);
+    let mut all = Stdio1::start(base, &["--expose", "catalog"]);
     let listed = all.request("tools/list", json!({}));
     let tools = listed["tools"].as_array().cloned().unwrap_or_default();
     let endpoint_tools: Vec<Value> = tools.iter().skip(3).cloned().collect();

@@ -758,7 +758,7 @@ async fn secrets_never_appear_anywhere_a_client_or_log_reader_looks() {
     .await;
     let mut c = Raw::new(srv.url("/mcp")).header("authorization", &format!("Bearer {SERVE_TOKEN}"));
 
-    // Every endpoint is a tool (--expose static): all descriptions are in this list.
+    // Every endpoint is a tool (--expose catalog): all descriptions are in this list.
     let (status, listed) = c.send("tools/list", json!({})).await;
     assert_eq!(status, StatusCode::OK, "{listed}");
     let names: Vec<String> = listed["result"]["tools"]

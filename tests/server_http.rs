@@ -86,10 +86,12 @@ async fn clients_have_separate_capped_tool_sets() {
     let other = python_client(Target::Http(&url), "legacy", json!([{"op": "list_tools"}])).await;
     assert_eq!(names(step(&other, 0)).len(), 3);
 
-    // Stateless clients are told apart by their credential.
+    // A 2026-07-28 client's list never depends on its earlier requests: after alice's
+    // find_tools her list is what bob, who asked nothing, gets.
     let steps = json!([
+        {"op": "list_tools", "cache_mode": "bypass"},
         {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "k": 1}},
-        {"op": "list_tools"},
+        {"op": "list_tools", "cache_mode": "bypass"},
     ]);
     let (a, ok, err) = python_client_raw(
         Target::Http(&url),
@@ -99,20 +101,71 @@ async fn clients_have_separate_capped_tool_sets() {
     )
     .await;
     assert!(ok, "{err}");
-    assert_eq!(names(step(&a, 1)).len(), 4, "{a:#}");
+    assert_eq!(step(&a, 0)["tools"], step(&a, 2)["tools"], "{a:#}");
+    assert_eq!(names(step(&a, 2)).len(), 3, "{a:#}");
     let (b, ok, err) = python_client_raw(
         Target::Http(&url),
         "auto",
-        json!([{"op": "list_tools"}]),
+        json!([{"op": "list_tools", "cache_mode": "bypass"}]),
         &["Authorization: Bearer bob"],
     )
     .await;
     assert!(ok, "{err}");
-    assert_eq!(
-        names(step(&b, 0)).len(),
-        3,
-        "bob must not see alice's tools: {b:#}"
-    );
+    assert_eq!(step(&b, 0)["tools"], step(&a, 2)["tools"], "{b:#}");
+}
+
+/// Catalog exposure over HTTP, 2026-07-28: every endpoint, paged with cursors in a fixed
+/// order, cached for long and shareable (nothing in it depends on the caller), the same
+/// for every caller and before and after find_tools; a cursor the server never gave is an
+/// invalid-params error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_exposure_pages_the_whole_catalog() {
+    let up = upstream::start().await;
+    let fx = Fixture::new(&up.base_url());
+    let srv = HttpServer::start(&fx, &["--expose", "catalog", "--page-size", "4"]).await;
+    let url = srv.url("/mcp");
+    let doc = python_client(
+        Target::Http(&url),
+        "auto",
+        json!([
+            {"op": "list_tools", "cache_mode": "bypass"},
+            {"op": "call", "tool": "find_tools", "args": {"query": "delete a list", "k": 2}},
+            {"op": "list_tools", "cache_mode": "bypass"},
+            {"op": "list_page", "cursor": "%%% not a cursor", "expect_error": true},
+            {"op": "call", "tool": "deleteList", "args": {"list_id": "7"}},
+        ]),
+    )
+    .await;
+    assert_eq!(doc["protocolVersion"], "2026-07-28");
+    let first = step(&doc, 0);
+    let all = names(first);
+    // 13 endpoints at 4 a page (the meta-tools ride on the first page).
+    assert_eq!(first["pages"], 4, "{first:#}");
+    assert_eq!(all.len(), 3 + 13, "{all:?}");
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "a tool listed twice: {all:?}");
+    let mut sorted = all[3..].to_vec();
+    sorted.sort();
+    assert_eq!(all[3..], sorted[..]);
+    for hint in first["hints"].as_array().expect("hints") {
+        assert_eq!(hint["cacheScope"], "public", "{hint}");
+        assert!(hint["ttlMs"].as_u64() >= Some(60_000), "{hint}");
+    }
+    assert_eq!(first["tools"], step(&doc, 2)["tools"], "the list moved");
+    let found = &step(&doc, 1)["structuredContent"];
+    assert_eq!(found["exposed"], false);
+    assert!(found["note"]
+        .as_str()
+        .is_some_and(|n| n.contains("Every endpoint is a tool")));
+    assert_eq!(step(&doc, 3)["error"]["code"], -32602, "{doc:#}");
+    assert_eq!(step(&doc, 4)["isError"], false, "{doc:#}");
+    assert_eq!(up.only().path, "/3/list/7");
+
+    // Another caller, and a session-era client, get the same catalog.
+    let other = python_client(Target::Http(&url), "legacy", json!([{"op": "list_tools"}])).await;
+    assert_eq!(names(step(&other, 0)), all);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,10 +212,17 @@ async fn conformance_suite_scenarios_pass() {
     let up = upstream::start().await;
     let fx = Fixture::new(&up.base_url());
     let srv = HttpServer::start(&fx, &[]).await;
+    // Every server scenario of the suite that does not call its reference tools (those
+    // need tools named as the suite's own server names them).
     for scenario in [
         "server-initialize",
         "ping",
         "tools-list",
+        "completion-complete",
+        "resources-list",
+        "prompts-list",
+        "server-sse-polling",
+        "server-sse-multiple-streams",
         "dns-rebinding-protection",
     ] {
         let out = tokio::process::Command::new(node22())

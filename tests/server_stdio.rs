@@ -29,20 +29,25 @@ async fn stdio_modern_era_find_expose_and_call() {
     assert_eq!(doc["listen"]["toolsListChanged"], true, "{doc:#}");
 }
 
-/// Static mode lists every endpoint at once; meta mode only the three meta-tools, and
-/// find_tools there changes nothing (so announces nothing) but call_tool still works.
+/// Catalog exposure lists every endpoint at once, after the meta-tools and in name order;
+/// meta exposure only the three meta-tools, and find_tools there changes nothing (so
+/// announces nothing) but call_tool still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn static_and_meta_exposure() {
+async fn catalog_and_meta_exposure() {
     let up = upstream::start().await;
     let fx = Fixture::new(&up.base_url());
     let doc = python_client(
-        Target::Stdio(fx.stdio_command(&["--expose", "static"])),
+        Target::Stdio(fx.stdio_command(&["--expose", "catalog"])),
         "legacy",
         json!([{"op": "list_tools"}]),
     )
     .await;
     let all = names(step(&doc, 0));
     assert!(all.len() >= 13 + 3, "{all:?}");
+    assert_eq!(all[..3], ["find_tools", "describe_tool", "call_tool"]);
+    let mut sorted = all[3..].to_vec();
+    sorted.sort();
+    assert_eq!(all[3..], sorted[..], "endpoints in name order");
     assert!(all.contains(&"searchMovie".to_string()) && all.contains(&"deleteList".to_string()));
     let delete = step(&doc, 0)["tools"]
         .as_array()
@@ -52,7 +57,8 @@ async fn static_and_meta_exposure() {
     assert_eq!(delete["annotations"]["destructiveHint"], true);
     assert_eq!(delete["annotations"]["idempotentHint"], true);
     assert_eq!(delete["annotations"]["readOnlyHint"], false);
-    assert_eq!(doc["capabilities"]["tools"].get("listChanged"), None);
+    // The catalog can change under a running server (it is watched), and clients are told.
+    assert_eq!(doc["capabilities"]["tools"]["listChanged"], true);
 
     let doc = python_client(
         Target::Stdio(fx.stdio_command(&["--expose", "meta"])),
@@ -155,7 +161,7 @@ async fn generated_descriptions_and_examples_reach_the_client_marked() {
     ]);
     let fx = Fixture::with_spec(&degraded, &[("tmdb", &up.base_url())], "");
     let doc = python_client(
-        Target::Stdio(fx.stdio_command(&["--expose", "static"])),
+        Target::Stdio(fx.stdio_command(&["--expose", "catalog"])),
         "legacy",
         json!([
             {"op": "list_tools"},
@@ -282,7 +288,7 @@ async fn inspector_lists_and_calls_over_stdio() {
         r#"{"movie_id": 551}"#.into(),
     ]);
     a.extend(cmd.clone());
-    a.extend(["--expose".into(), "static".into()]);
+    a.extend(["--expose".into(), "catalog".into()]);
     let (code, out, err) = inspector(&a, None).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(up

@@ -44,6 +44,35 @@ pub fn sources_digest(config: &CatalogConfig) -> Option<String> {
     Some(hex::encode(h.finalize()))
 }
 
+/// What a running server compares to notice a catalog change: [`sources_digest`] when
+/// every source can be examined, else a digest that still changes with the config, the
+/// problems and every file that can be examined (a spec that went missing, then came back,
+/// is two changes). Never fails: a watch must keep watching through a broken catalog.
+pub fn watch_digest(config: &CatalogConfig) -> String {
+    if let Some(d) = sources_digest(config) {
+        return d;
+    }
+    let mut problems = Vec::new();
+    let sources = expand_sources(config, &mut problems);
+    let mut h = Sha256::new();
+    h.update(format!("{config:?}").as_bytes());
+    for p in &problems {
+        h.update(format!("\n{p:?}").as_bytes());
+    }
+    for s in &sources {
+        let stamp = std::fs::metadata(&s.path).ok().map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            (m.len(), modified)
+        });
+        h.update(format!("\n{}\t{}\t{stamp:?}", s.id, s.path.display()).as_bytes());
+    }
+    format!("partial:{}", hex::encode(h.finalize()))
+}
+
 impl Catalog {
     /// The catalog as its config describes it, no spec read: its APIs by id and source
     /// file (for [`Catalog::api_config`]) and no endpoints. For a server whose index is
@@ -75,6 +104,20 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_watch_digest_sees_a_missing_spec_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("a.json");
+        let config = CatalogConfig::from_paths(std::slice::from_ref(&spec));
+        let missing = watch_digest(&config);
+        assert!(missing.starts_with("partial:"), "{missing}");
+        assert_eq!(missing, watch_digest(&config));
+        std::fs::write(&spec, "{}").unwrap();
+        let present = watch_digest(&config);
+        assert_ne!(missing, present);
+        assert_eq!(Some(present), sources_digest(&config));
+    }
 
     #[test]
     fn the_digest_changes_with_files_and_config_and_nothing_else() {

@@ -18,7 +18,7 @@ pub mod yaml;
 
 pub use config::{ApiConfig, AuthConfig, CatalogConfig, EnrichConfig, KeyLocation};
 pub use endpoint::*;
-pub use fingerprint::sources_digest;
+pub use fingerprint::{sources_digest, watch_digest};
 pub use problem::{Problem, Severity};
 
 use std::path::{Path, PathBuf};

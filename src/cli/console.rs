@@ -27,11 +27,15 @@ pub struct ConsoleArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
     /// Which tools the previewed server exposes, as for `serve` (it bounds `k`).
-    #[arg(long, value_enum, default_value_t = Expose::Dynamic)]
+    #[arg(long, value_enum, default_value_t = Expose::Auto)]
     pub expose: Expose,
     /// Most endpoint tools one client sees at once, as for `serve` (it bounds `k`).
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=500))]
     pub max_tools: u16,
+    /// Seconds between two looks at the catalog's files, as for `serve` (a review's enriched
+    /// copy reaches Try without a restart). 0: only SIGHUP reloads.
+    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    pub watch_secs: u64,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -50,7 +54,12 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         max_tools: usize::from(args.max_tools),
         ..ServerOptions::default()
     };
-    let state = load_state(&args.catalog, &args.model, args.variant, options, false)?;
+    let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, false)?;
+    let source = super::serve::Source {
+        catalog: args.catalog.clone(),
+        model: args.model.clone(),
+        variant: args.variant,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -58,6 +67,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
+        super::serve::spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
         server::http::serve_console(state, opts, shutdown).await
     })?;
     Ok(ExitCode::SUCCESS)

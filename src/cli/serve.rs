@@ -31,9 +31,11 @@ pub struct ServeArgs {
     /// stdio: `127.0.0.1:8080`, `:8080` or `8080` (loopback), port 0 for any free port.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
-    /// Which tools clients see: `dynamic` (what find_tools shortlists), `static` (every
-    /// endpoint; small catalogs) or `meta` (only find_tools, describe_tool and call_tool).
-    #[arg(long, value_enum, default_value_t = Expose::Dynamic)]
+    /// Which tools clients see besides find_tools, describe_tool and call_tool: `auto`
+    /// (what find_tools shortlists for clients with sessions, up to 2025-11-25; nothing
+    /// more for 2026-07-28), `meta` (nothing more), `dynamic` (as auto) or `catalog` (every
+    /// endpoint, paginated, for hosts that search tools themselves).
+    #[arg(long, value_enum, default_value_t = Expose::Auto)]
     pub expose: Expose,
     /// Most endpoint tools one client sees at once (dynamic); the least recently used leave.
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=500))]
@@ -52,6 +54,14 @@ pub struct ServeArgs {
     /// deployments): idle clients are swept every quarter of it, at least once a second.
     #[arg(long, value_name = "SECS", conflicts_with = "idle_minutes", value_parser = clap::value_parser!(u64).range(1..))]
     pub client_idle_secs: Option<u64>,
+    /// Endpoint tools per `tools/list` page in catalog exposure.
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u16).range(1..))]
+    pub page_size: u16,
+    /// Seconds between two looks at the catalog's files: a changed spec, config or enriched
+    /// copy is indexed in the background and served without a restart. 0: only SIGHUP
+    /// reloads.
+    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    pub watch_secs: u64,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -72,8 +82,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.client_idle_secs
                 .unwrap_or(args.idle_minutes.max(1) * 60),
         ),
+        page_size: usize::from(args.page_size),
     };
-    let state = load_state(&args.catalog, &args.model, args.variant, options, true)?;
+    let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, true)?;
+    let source = Source {
+        catalog: args.catalog.clone(),
+        model: args.model.clone(),
+        variant: args.variant,
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -82,6 +98,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
+        spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
         match http {
             Some(opts) => server::http::serve(state, opts, shutdown).await,
             None => server::serve_stdio(state, shutdown).await,
@@ -90,8 +107,69 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The catalog of a running server, as its command line names it: what a reload reads.
+pub struct Source {
+    pub catalog: super::CatalogArgs,
+    pub model: ModelArgs,
+    pub variant: DocVariant,
+}
+
+impl server::CatalogSource for Source {
+    fn digest(&self) -> String {
+        match self.catalog.config() {
+            Ok(cfg) => shortlist::catalog::watch_digest(&cfg),
+            // Changes when the error does (the config is fixed, or broken another way).
+            Err(e) => format!("error:{e:#}"),
+        }
+    }
+
+    fn build(&self) -> anyhow::Result<(Shortlister, Catalog)> {
+        let cfg = self.catalog.config()?;
+        let data_dir = self.catalog.data_dir(Some(&cfg))?;
+        // A model of its own: the served one keeps answering queries meanwhile.
+        let embedder = self.model.load(Some(&cfg))?;
+        // Problems are reported as at start; a catalog left with no endpoint is an error,
+        // so the one served stays.
+        let catalog = self.catalog.load()?;
+        let (index, stats) =
+            catalog_index::build(&catalog, &data_dir, &embedder, self.variant, |_, _| {})
+                .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
+        let tables = Shortlister::tables_of(&index)
+            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+        tracing::info!(
+            embedded = stats.embedded,
+            reused = stats.reused,
+            "catalog rebuilt"
+        );
+        Ok((
+            Shortlister::from_parts(index, tables, embedder, Options::default()),
+            catalog,
+        ))
+    }
+}
+
+/// Starts the catalog watch of a running server (`secs` 0: SIGHUP only).
+pub fn spawn_watch(
+    state: &Arc<ServerState>,
+    source: Source,
+    digest: String,
+    secs: u64,
+    shutdown: &CancellationToken,
+) {
+    let opts = server::WatchOptions {
+        interval: (secs > 0).then(|| Duration::from_secs(secs)),
+    };
+    server::reload::spawn(
+        Arc::clone(state),
+        Arc::new(source),
+        digest,
+        opts,
+        shutdown.clone(),
+    );
+}
+
 /// Brings the catalog's index up to date and builds the server state: what `serve` and
-/// `console` both start from. With `trust_unchanged`, an index built from exactly these
+/// `console` both start from, with the watch digest of the catalog it was built from. With `trust_unchanged`, an index built from exactly these
 /// spec files and config (same paths, sizes, modification times) is opened without reading
 /// a spec, whose problems were reported when it was built; the console, which shows the
 /// catalog's APIs and problems, always loads the catalog.
@@ -101,9 +179,11 @@ pub fn load_state(
     variant: DocVariant,
     options: ServerOptions,
     trust_unchanged: bool,
-) -> anyhow::Result<Arc<ServerState>> {
+) -> anyhow::Result<(Arc<ServerState>, String)> {
     let started = Instant::now();
     let cfg = catalog_args.config()?;
+    // Taken before any spec is read, so an edit made while loading is seen by the watch.
+    let digest = shortlist::catalog::watch_digest(&cfg);
     let data_dir = catalog_args.data_dir(Some(&cfg))?;
     // The model loads (about half a second) while the index opens.
     let (current, embedder) = std::thread::scope(|s| {
@@ -157,12 +237,8 @@ pub fn load_state(
         stats.reused,
     );
     let invoker = Invoker::new().context("cannot create the HTTP client")?;
-    Ok(Arc::new(ServerState::new(
-        shortlister,
-        catalog,
-        invoker,
-        options,
-    )))
+    let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
+    Ok((state, digest))
 }
 
 /// HTTP options from the command line; the token is read from its variable here and

@@ -102,7 +102,9 @@ impl Snapshot {
 /// What the console's handlers share.
 pub struct Console {
     server: Arc<ServerState>,
-    snapshot: tokio::sync::Mutex<Option<Arc<Snapshot>>>,
+    /// The snapshot and the generation of the served catalog it was loaded beside: a
+    /// reload of the server's catalog makes the pages read the files again too.
+    snapshot: tokio::sync::Mutex<Option<(u64, Arc<Snapshot>)>>,
     locks: review_write::Locks,
 }
 
@@ -119,19 +121,22 @@ impl Console {
         &self.server
     }
 
-    /// The current snapshot, loaded on first use and after a review (off the async workers:
-    /// it reads every spec).
+    /// The current snapshot, loaded on first use, after a review and after the server's
+    /// catalog was reloaded (off the async workers: it reads every spec).
     pub async fn snapshot(&self) -> Result<Arc<Snapshot>, String> {
         let mut slot = self.snapshot.lock().await;
-        if let Some(s) = slot.as_ref() {
-            return Ok(Arc::clone(s));
+        let generation = self.server.served().generation();
+        if let Some((g, s)) = slot.as_ref() {
+            if *g == generation {
+                return Ok(Arc::clone(s));
+            }
         }
-        let config = self.server.catalog_config().clone();
+        let config = self.server.catalog_config();
         let snap = tokio::task::spawn_blocking(move || Snapshot::load(&config))
             .await
             .map_err(|e| format!("loading the catalog failed: {e}"))?;
         let snap = Arc::new(snap);
-        *slot = Some(Arc::clone(&snap));
+        *slot = Some((generation, Arc::clone(&snap)));
         Ok(snap)
     }
 

@@ -277,8 +277,8 @@ async fn try_json(State(c): State<Arc<Console>>, headers: HeaderMap, body: Bytes
 
 async fn try_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
     let apis: Vec<String> = {
-        let mut v: Vec<String> = c
-            .server()
+        let served = c.server().served();
+        let mut v: Vec<String> = served
             .shortlister()
             .tables()
             .apis

@@ -52,8 +52,10 @@ pub struct Tried {
 /// Ranks `args` (`find_tools` arguments: `query`, `k`, `api`) and explains the result.
 /// The error is the message `find_tools` would give.
 pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<Tried, String> {
-    let (ranked, explained) = state.rank_explained(args).await?;
-    let sl = state.shortlister();
+    // What a 2026-07-28 client, today's default, would get.
+    let exposure = state.exposure(crate::server::Era::Stateless);
+    let (ranked, explained) = state.rank_explained(args, exposure).await?;
+    let sl = ranked.served.shortlister();
     let name_at = |p: usize| {
         sl.endpoint(p)
             .map(|e| e.tool_name.clone())
@@ -104,7 +106,7 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
             })
         })
         .collect();
-    let meta = serde_json::to_value(state.meta_tools()).unwrap_or(Value::Null);
+    let meta = serde_json::to_value(state.meta_tools(exposure)).unwrap_or(Value::Null);
     Ok(Tried {
         query: ranked.args.query.unwrap_or_default(),
         k: ranked.args.k,

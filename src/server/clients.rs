@@ -12,7 +12,8 @@
 //! baseline after clients go away even when they never say goodbye; a client with an open
 //! `subscriptions/listen` stream is not idle.
 
-use rmcp::service::SubscriptionSink;
+use rmcp::service::{Peer, SubscriptionSink};
+use rmcp::RoleServer;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
@@ -102,6 +103,8 @@ struct Entry {
 /// Every client's exposed set; see the module documentation.
 pub struct ClientRegistry {
     entries: Mutex<HashMap<ClientKey, Entry>>,
+    /// Session-era connections, told on their own channel when the catalog changes.
+    peers: Mutex<HashMap<u64, Peer<RoleServer>>>,
     cap: usize,
     idle: Duration,
     next_listener: std::sync::atomic::AtomicU64,
@@ -113,6 +116,7 @@ impl ClientRegistry {
     pub fn new(cap: usize, idle: Duration) -> ClientRegistry {
         ClientRegistry {
             entries: Mutex::new(HashMap::new()),
+            peers: Mutex::new(HashMap::new()),
             cap: cap.max(1),
             idle,
             next_listener: std::sync::atomic::AtomicU64::new(1),
@@ -212,6 +216,53 @@ impl ClientRegistry {
             .unwrap_or_default()
     }
 
+    /// Every open listen stream, of every client (a catalog change concerns them all).
+    pub fn all_listeners(&self) -> Vec<SubscriptionSink> {
+        self.lock()
+            .values()
+            .flat_map(|e| e.listeners.iter().map(|(_, s)| s.clone()))
+            .collect()
+    }
+
+    /// Registers a session-era connection to tell of catalog changes; returns the id to
+    /// unregister it with when the connection ends.
+    pub fn add_peer(&self, peer: Peer<RoleServer>) -> u64 {
+        let id = self
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, peer);
+        id
+    }
+
+    /// Unregisters a connection that ended.
+    pub fn remove_peer(&self, id: u64) {
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+    }
+
+    /// The open session-era connections.
+    pub fn peers(&self) -> Vec<Peer<RoleServer>> {
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Maps every exposed position through `f` (a new catalog's position of the same tool),
+    /// dropping the tools `f` does not find. Order (recency) is kept.
+    pub fn remap(&self, mut f: impl FnMut(usize) -> Option<usize>) {
+        for e in self.lock().values_mut() {
+            e.exposed = e.exposed.iter().filter_map(|&p| f(p)).collect();
+        }
+    }
+
     /// Forgets a client whose connection or session ended.
     pub fn remove(&self, key: &ClientKey) {
         self.lock().remove(key);
@@ -300,6 +351,15 @@ mod tests {
         assert_eq!(r.sweep(Instant::now()), 0);
         assert_eq!(r.sweep(Instant::now() + Duration::from_secs(1)), 1);
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn remap_keeps_found_tools_in_order() {
+        let r = reg(5);
+        let k = ClientKey::stdio();
+        r.expose(&k, &[1, 2, 3]); // order: 3 2 1
+        r.remap(|p| (p != 2).then_some(p * 10));
+        assert_eq!(r.exposed(&k), vec![30, 10]);
     }
 
     #[test]

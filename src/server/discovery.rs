@@ -7,6 +7,7 @@
 //! `describe_tool` is the expensive, complete view, fetched only for the tool about to be
 //! used.
 
+use super::exposure::Exposure;
 use crate::catalog::{ApiConfig, AuthConfig, AuthScheme, Endpoint, ParamLocation};
 use crate::invoke::args::ArgTarget;
 use crate::invoke::schema::{argument_schemas, input_schema};
@@ -59,6 +60,27 @@ pub fn hit(ep: &Endpoint, score: f32) -> Value {
     // Four decimals separate fused ranks; more digits only cost tokens.
     out["score"] = json!((f64::from(score) * 10_000.0).round() / 10_000.0);
     out
+}
+
+/// What the model may do with the hits, true for the exposure the client has: only a
+/// session-era client with the dynamic list gets them as tools of its own; everyone can call
+/// them through `call_tool` by the names given.
+pub fn note(exposure: Exposure) -> &'static str {
+    match exposure {
+        Exposure::Dynamic => {
+            "These are now tools in your list: call them directly, or with \
+             call_tool(name, arguments) if your tool list has not updated. describe_tool(name) \
+             gives every parameter."
+        }
+        Exposure::Catalog => {
+            "Every endpoint is a tool in your list: call it directly, or with \
+             call_tool(name, arguments). describe_tool(name) gives every parameter."
+        }
+        Exposure::Meta => {
+            "Call one with call_tool(name, arguments), passing its required arguments as \
+             shown. describe_tool(name) gives every parameter."
+        }
+    }
 }
 
 /// The whole `find_tools` answer.

@@ -1,5 +1,6 @@
-//! The MCP handler: maps protocol requests onto [`ServerState`] and announces tool list
-//! changes the way the client's protocol era expects.
+//! The MCP handler: maps protocol requests onto [`ServerState`], with the exposure the
+//! request's protocol era gets ([`super::exposure`]), and announces tool list changes the
+//! way that era expects.
 //!
 //! A handler is built per connection (stdio, legacy SSE), per HTTP session (2025-11-25 and
 //! older) or per request (stateless 2026-07-28 HTTP), so it holds no state of its own beyond
@@ -7,19 +8,21 @@
 //!
 //! Announcing changes:
 //! - up to 2025-11-25 a plain `notifications/tools/list_changed` goes to the peer (over
-//!   HTTP rmcp routes it to the session's standalone GET stream);
-//! - from 2026-07-28 notifications may only travel on a `subscriptions/listen` stream, so
-//!   each open stream's sink is kept in the registry under the client's key and told there.
+//!   HTTP rmcp routes it to the session's standalone GET stream): after a `find_tools` that
+//!   changed this client's shortlist, and to every connection when the catalog changes;
+//! - from 2026-07-28 a list never changes as a side effect of a request, and notifications
+//!   travel only on `subscriptions/listen` streams: each open stream's sink is kept in the
+//!   registry and told when the catalog changes.
 
 use super::clients::ClientKey;
+use super::exposure::Era;
 use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
-use super::state::{error_result, json_result, Expose, ServerState};
+use super::state::{error_result, json_result, ServerState};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -28,10 +31,9 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What the server tells clients at initialization.
 const INSTRUCTIONS: &str = "This server gives access to a catalog of REST APIs. Call \
-find_tools with a plain description of the task to get the matching API endpoints as tools, \
-each with its required arguments. Call a found tool directly, or with call_tool(name, \
-arguments) when it is not in your tool list. describe_tool(name) returns a tool's full \
-definition.";
+find_tools with a plain description of the task to get the matching API endpoints, each with \
+its required arguments, then call one with call_tool(name, arguments) (or directly, when it \
+is in your tool list). describe_tool(name) returns a tool's full definition.";
 
 /// The MCP handler; see the module documentation.
 pub struct ShortlistServer {
@@ -40,6 +42,8 @@ pub struct ShortlistServer {
     connection: Option<ClientKey>,
     /// The HTTP session this handler turned out to serve, forgotten when it is dropped.
     session: Mutex<Option<ClientKey>>,
+    /// The session-era connection registered for catalog change announcements.
+    peer: Mutex<Option<u64>>,
 }
 
 impl ShortlistServer {
@@ -50,6 +54,7 @@ impl ShortlistServer {
             state,
             connection: Some(key),
             session: Mutex::new(None),
+            peer: Mutex::new(None),
         }
     }
 
@@ -59,6 +64,7 @@ impl ShortlistServer {
             state,
             connection: None,
             session: Mutex::new(None),
+            peer: Mutex::new(None),
         }
     }
 
@@ -91,26 +97,11 @@ impl ShortlistServer {
         )
     }
 
-    /// Tells the client its tool list changed, through its era's channel.
-    async fn announce(&self, ctx: &RequestContext<RoleServer>, key: &ClientKey) {
-        if !is_modern(ctx) {
-            if let Err(e) = ctx.peer.notify_tool_list_changed().await {
-                tracing::debug!(client = %key, error = %e, "list_changed not delivered");
-            }
-        }
-        // Listen streams may belong to other connections of the same client; a slow one must
-        // not hold up this answer, so they are told in the background.
-        let sinks = self.state.clients().listeners(key);
-        if !sinks.is_empty() {
-            let key = key.clone();
-            tokio::spawn(async move {
-                for sink in sinks {
-                    if let Err(e) = sink.notify_tool_list_changed().await {
-                        tracing::debug!(client = %key, error = %e, "list_changed not delivered to a listen stream");
-                    }
-                }
-            });
-        }
+    /// The exposure this request gets: by its era and, for sessions, by the client.
+    fn exposure(&self, ctx: &RequestContext<RoleServer>) -> super::exposure::Exposure {
+        let info = ctx.peer.peer_info();
+        let client = info.as_ref().map(|i| i.client_info.name.as_str());
+        self.state.exposure_for(era(ctx), client)
     }
 
     async fn find_tools(
@@ -119,7 +110,8 @@ impl ShortlistServer {
         args: &JsonObject,
     ) -> CallToolResponse {
         let key = self.client_key(ctx);
-        let found = self.state.find(&key, args).await;
+        let exposure = self.exposure(ctx);
+        let found = self.state.find(&key, exposure, args).await;
         if found.is_error() {
             let msg = found.result["error"]
                 .as_str()
@@ -127,9 +119,13 @@ impl ShortlistServer {
                 .to_string();
             return error_result(format!("find_tools: {msg}")).into();
         }
+        // Only a session-era client's own list changes here (dynamic exposure), and only
+        // that client is told, on its own connection.
         if found.change.is_change() {
             tracing::debug!(client = %key, added = found.change.added.len(), removed = found.change.removed.len(), "exposed tools changed");
-            self.announce(ctx, &key).await;
+            if let Err(e) = ctx.peer.notify_tool_list_changed().await {
+                tracing::debug!(client = %key, error = %e, "list_changed not delivered");
+            }
         }
         json_result(found.result).into()
     }
@@ -148,20 +144,31 @@ impl Drop for ShortlistServer {
             self.state.clients().remove(k);
             tracing::debug!(client = %k, clients = self.state.clients().len(), "client state released");
         }
+        let peer = self.peer.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(id) = peer.take() {
+            self.state.clients().remove_peer(id);
+        }
     }
 }
 
-/// Whether the request speaks 2026-07-28 or later (notifications only on listen streams).
-fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.protocol_version()
+/// The protocol era of a request: 2026-07-28 or later is stateless.
+fn era(ctx: &RequestContext<RoleServer>) -> Era {
+    if ctx
+        .protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    {
+        Era::Stateless
+    } else {
+        Era::Sessions
+    }
 }
 
 impl ServerHandler for ShortlistServer {
     fn get_info(&self) -> ServerConfig {
         let tools = ServerCapabilities::builder().enable_tools();
-        // Only a dynamic list ever changes; saying so elsewhere would invite useless refetches.
-        let capabilities = if self.state.options().expose == Expose::Dynamic {
+        // Said only where a list can change (a session's shortlist, the catalog after a
+        // reload); elsewhere it would invite useless refetches.
+        let capabilities = if self.state.lists_change() {
             tools.enable_tool_list_changed().build()
         } else {
             tools.build()
@@ -176,16 +183,29 @@ impl ServerHandler for ShortlistServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let key = self.client_key(&ctx);
-        let tools = self.state.list_tools(&key);
-        // The list is per client and changes with every find_tools: it must not be cached
-        // (2026-07-28 clients otherwise keep it for ttlMs) nor shared between clients.
-        Ok(ListToolsResult::with_all_items(tools)
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Private))
+        let exposure = self.exposure(&ctx);
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        self.state
+            .list_tools(&key, exposure, cursor)
+            .map_err(|msg| McpError::invalid_params(msg, None))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Only session-era connections initialize; they hear of catalog changes on their
+        // own channel, so the registry keeps their peer until the handler ends.
+        let id = self.state.clients().add_peer(context.peer.clone());
+        tracing::debug!(
+            connections = self.state.clients().peers().len(),
+            "connection registered for catalog changes"
+        );
+        let mut slot = self.peer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = slot.replace(id) {
+            self.state.clients().remove_peer(old);
+        }
     }
 
     async fn call_tool(
@@ -199,10 +219,12 @@ impl ServerHandler for ShortlistServer {
             FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),
             DESCRIBE_TOOL => {
                 let key = self.client_key(&ctx);
-                Ok(self.state.describe(&key, &args).into())
+                let exposure = self.exposure(&ctx);
+                Ok(self.state.describe(&key, exposure, &args).into())
             }
             CALL_TOOL => {
                 let key = self.client_key(&ctx);
+                let exposure = self.exposure(&ctx);
                 let call = match meta_tools::call_args(&args) {
                     Ok(c) => c,
                     Err(msg) => return Ok(error_result(format!("call_tool: {msg}")).into()),
@@ -216,7 +238,7 @@ impl ServerHandler for ShortlistServer {
                 }
                 match self
                     .state
-                    .call_endpoint(&key, &call.name, &call.arguments)
+                    .call_endpoint(&key, exposure, &call.name, &call.arguments)
                     .await
                 {
                     Some(r) => Ok(r.into()),
@@ -225,7 +247,8 @@ impl ServerHandler for ShortlistServer {
             }
             _ => {
                 let key = self.client_key(&ctx);
-                match self.state.call_endpoint(&key, name, &args).await {
+                let exposure = self.exposure(&ctx);
+                match self.state.call_endpoint(&key, exposure, name, &args).await {
                     Some(r) => Ok(r.into()),
                     // MCP makes an unknown tool a protocol error (-32602).
                     None => Err(McpError::invalid_params(

@@ -1,7 +1,9 @@
 //! The MCP server: shortlisted catalog endpoints as real tools, per client.
 //!
-//! - [`state`]: what all clients share (shortlister, catalog config, invoker) and the three
-//!   verbs (list, find, call);
+//! - [`state`]: what all clients share (the catalog served, invoker) and the three verbs
+//!   (list, find, call); [`served`]: one catalog as served, replaced whole by [`reload`] when
+//!   its files change;
+//! - [`exposure`]: which tools a request sees, by the operator's choice and its protocol era;
 //! - [`clients`]: each client's exposed set (capped, least recently used leave, idle
 //!   expiry) and its notification channels;
 //! - [`handler`]: the rmcp `ServerHandler`, one per connection, session or request;
@@ -16,6 +18,7 @@
 pub mod apis;
 pub mod clients;
 pub mod discovery;
+pub mod exposure;
 pub mod guard;
 pub mod handler;
 pub mod http;
@@ -24,14 +27,19 @@ pub mod memory;
 pub mod meta_tools;
 pub mod outcome;
 pub mod parse_error;
+pub mod reload;
+pub mod served;
 pub mod state;
 pub mod tokens;
 pub mod tools;
 
 pub use clients::{ClientKey, ClientRegistry};
+pub use exposure::{Era, Expose, Exposure};
 pub use handler::ShortlistServer;
 pub use http::HttpOptions;
-pub use state::{Expose, ServerOptions, ServerState};
+pub use reload::{CatalogSource, WatchOptions};
+pub use served::Served;
+pub use state::{ServerOptions, ServerState};
 
 use rmcp::ServiceExt;
 use std::sync::Arc;

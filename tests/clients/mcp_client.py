@@ -27,7 +27,9 @@ scripts/setup-test-tools.sh) so that a real, independent client checks the serve
 
 Script: a JSON array of steps, run in order:
   {"op": "list_tools", "cache_mode": "use|refresh|bypass"}  (all pages; default "use",
-         i.e. the SDK's response cache honours the server's ttlMs like a real client)
+         i.e. the SDK's response cache honours the server's ttlMs like a real client;
+         records each page's ttlMs, cacheScope and nextCursor under "hints")
+  {"op": "list_page", "cursor": "..."}  one page at that cursor, uncached
   {"op": "call", "tool": "NAME", "args": {...}}
   {"op": "wait_list_changed", "timeout": 10}   true if a tools list_changed arrived since
          the previous wait (or connect), else false after the timeout
@@ -105,15 +107,20 @@ async def run_steps(client: Client, steps: list[dict], changes: Changes, out: li
         out.append(rec)
         try:
             if op == "list_tools":
-                tools, cursor, pages = [], None, 0
+                tools, cursor, pages, hints = [], None, 0, []
                 while True:  # walk every page, capped so a bad cursor cannot loop forever
                     page = await client.list_tools(cursor=cursor, cache_mode=step.get("cache_mode", "use"))
                     tools += [dump(t) for t in page.tools]
                     pages += 1
+                    hints.append({"ttlMs": page.ttl_ms, "cacheScope": getattr(page.cache_scope, "value", page.cache_scope),
+                                  "nextCursor": page.next_cursor})
                     cursor = page.next_cursor
                     if cursor is None or pages >= 100:
                         break
-                rec.update(names=[t["name"] for t in tools], tools=tools, pages=pages)
+                rec.update(names=[t["name"] for t in tools], tools=tools, pages=pages, hints=hints)
+            elif op == "list_page":  # one page, at the step's cursor (a client's raw request)
+                page = await client.list_tools(cursor=step.get("cursor"), cache_mode="bypass")
+                rec.update(names=[t.name for t in page.tools], nextCursor=page.next_cursor)
             elif op == "call":
                 rec["tool"] = step["tool"]
                 res = dump(await client.call_tool(step["tool"], step.get("args") or {}))

@@ -332,9 +332,15 @@ pub async fn inspector(args: &[String], cwd: Option<&Path>) -> (i32, String, Str
 }
 
 /// The core scenario every transport and era must pass with the Python SDK: list the
-/// meta-tools, `find_tools`, receive `tools/list_changed`, list again and see the new tool,
-/// call it directly and once through `call_tool`, and check that both calls reached the
-/// upstream as the same request with the right method, path, query and credential.
+/// tools, `find_tools`, list again, call the found endpoint directly and once through
+/// `call_tool`, and check that both calls reached the upstream as the same request with the
+/// right method, path, query and credential.
+///
+/// What the list does depends on the era (`mode`):
+/// - `legacy` (2025-11-25, sessions): `find_tools` adds its hits to this client's list and
+///   says so with `tools/list_changed`;
+/// - `auto` (2026-07-28): the list is the same before and after, no notification comes, and
+///   the answer tells the model to use `call_tool`.
 pub async fn find_expose_call(
     target: Target<'_>,
     mode: &str,
@@ -342,14 +348,16 @@ pub async fn find_expose_call(
 ) -> Value {
     let before = up.received().len();
     let args = serde_json::json!({"query": "Fight Club", "page": 2});
+    let sessions = mode == "legacy";
     let doc = python_client(
         target,
         mode,
         serde_json::json!([
             {"op": "list_tools"},
             {"op": "call", "tool": "find_tools", "args": {"query": "search for a movie by its title", "k": 3}},
-            {"op": "wait_list_changed", "timeout": 15},
-            {"op": "list_tools"},
+            {"op": "wait_list_changed", "timeout": if sessions { 15 } else { 2 }},
+            // Asked of the server, not of the SDK's cache.
+            {"op": "list_tools", "cache_mode": "bypass"},
             {"op": "call", "tool": "searchMovie", "args": args},
             {"op": "call", "tool": "call_tool", "args": {"name": "searchMovie", "arguments": args}},
         ]),
@@ -362,32 +370,50 @@ pub async fn find_expose_call(
     );
     let found = step(&doc, 1);
     assert_eq!(found["isError"], false, "{found:#}");
-    let hits = found["structuredContent"]["tools"]
-        .as_array()
-        .expect("hits");
+    let answer = &found["structuredContent"];
+    let hits = answer["tools"].as_array().expect("hits");
     let search = hits
         .iter()
         .find(|h| h["name"] == "searchMovie")
         .unwrap_or_else(|| panic!("searchMovie not shortlisted: {found:#}"));
     assert_eq!(search["call"], "GET /search/movie");
     assert_eq!(search["required"]["query"], "string");
-    assert_eq!(
-        step(&doc, 2)["changed"],
-        true,
-        "no tools/list_changed: {doc:#}"
-    );
+    assert!(search["summary"].as_str().is_some_and(|s| !s.is_empty()));
+    let note = answer["note"].as_str().unwrap_or_default();
+    assert!(note.contains("call_tool(name, arguments)"), "{note}");
     let listed = step(&doc, 3);
-    let tool = listed["tools"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["name"] == "searchMovie"))
-        .unwrap_or_else(|| panic!("searchMovie not listed after find_tools: {listed:#}"));
-    assert_eq!(tool["annotations"]["readOnlyHint"], true);
-    assert_eq!(
-        tool["inputSchema"]["required"],
-        serde_json::json!(["query"])
-    );
-    assert_eq!(tool["inputSchema"]["properties"]["page"]["type"], "integer");
-    assert!(tool["title"].is_string() && tool["description"].is_string());
+    if sessions {
+        assert_eq!(answer["exposed"], true);
+        assert!(note.contains("now tools in your list"), "{note}");
+        assert_eq!(
+            step(&doc, 2)["changed"],
+            true,
+            "no tools/list_changed: {doc:#}"
+        );
+        let tool = listed["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == "searchMovie"))
+            .unwrap_or_else(|| panic!("searchMovie not listed after find_tools: {listed:#}"));
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+        assert_eq!(
+            tool["inputSchema"]["required"],
+            serde_json::json!(["query"])
+        );
+        assert_eq!(tool["inputSchema"]["properties"]["page"]["type"], "integer");
+        assert!(tool["title"].is_string() && tool["description"].is_string());
+    } else {
+        // The 2026-07-28 tools page: the list never varies as a side effect of a request.
+        assert_eq!(answer["exposed"], false);
+        assert!(!note.contains("in your list"), "{note}");
+        assert_eq!(step(&doc, 2)["changed"], false, "{doc:#}");
+        assert_eq!(
+            step(&doc, 0)["tools"],
+            listed["tools"],
+            "tools/list changed after find_tools: {doc:#}"
+        );
+        assert_eq!(step(&doc, 0)["hints"][0]["cacheScope"], "public", "{doc:#}");
+        assert!(step(&doc, 0)["hints"][0]["ttlMs"].as_u64() > Some(60_000));
+    }
 
     let direct = step(&doc, 4);
     let via_meta = step(&doc, 5);
