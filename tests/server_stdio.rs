@@ -71,7 +71,19 @@ async fn catalog_and_meta_exposure() {
         ]),
     )
     .await;
-    assert_eq!(step(&doc, 0)["structuredContent"]["exposed"], false);
+    let answer = &step(&doc, 0)["structuredContent"];
+    assert_eq!(answer["exposed"], false);
+    // No `k`: as many hits as fit the default token budget, best first, without scores.
+    let hits = answer["tools"].as_array().expect("hits");
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h.get("score").is_none()),
+        "{answer:#}"
+    );
+    let tokens = shortlist::server::tokens::count_json(&answer["tools"]).expect("tokenizer");
+    assert!(
+        tokens <= shortlist::server::discovery::DEFAULT_ANSWER_TOKENS + 5,
+        "{tokens} tokens"
+    );
     assert_eq!(step(&doc, 1)["changed"], false);
     assert_eq!(
         names(step(&doc, 2)),
@@ -79,6 +91,44 @@ async fn catalog_and_meta_exposure() {
     );
     assert_eq!(step(&doc, 3)["isError"], false, "{doc:#}");
     assert_eq!(up.only().path, "/3/movie/550/credits");
+}
+
+/// Under `auto`, a session-era client known to discard changed tool lists (Claude
+/// Desktop's `claude-ai`) gets the meta-tools, and find_tools tells it to use call_tool;
+/// one known to act on them (Claude Code) gets its shortlist as tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_clients_get_the_exposure_they_can_use() {
+    let up = upstream::start().await;
+    let fx = Fixture::new(&up.base_url());
+    let steps = json!([
+        {"op": "list_tools"},
+        {"op": "call", "tool": "find_tools", "args": {"query": "movie credits and cast", "k": 2}},
+        {"op": "wait_list_changed", "timeout": 5},
+        {"op": "list_tools"},
+    ]);
+    let run = |name: &'static str| {
+        let (target, steps) = (Target::Stdio(fx.stdio_command(&[])), steps.clone());
+        async move {
+            let (doc, ok, err) =
+                python_client_named(target, "legacy", steps, &[], Some(name)).await;
+            assert!(ok, "{name}: {err}");
+            doc
+        }
+    };
+    let desktop = run("claude-ai").await;
+    assert_eq!(desktop["protocolVersion"], "2025-11-25");
+    let found = &step(&desktop, 1)["structuredContent"];
+    assert_eq!(found["exposed"], false, "{desktop:#}");
+    assert!(found["note"]
+        .as_str()
+        .is_some_and(|n| n.starts_with("Call one with call_tool")));
+    assert_eq!(step(&desktop, 2)["changed"], false);
+    assert_eq!(names(step(&desktop, 3)), names(step(&desktop, 0)));
+
+    let code = run("claude-code").await;
+    assert_eq!(step(&code, 1)["structuredContent"]["exposed"], true);
+    assert_eq!(step(&code, 2)["changed"], true, "{code:#}");
+    assert_eq!(names(step(&code, 3)).len(), 3 + 2, "{code:#}");
 }
 
 /// describe_tool gives the full definition: arguments with their locations, the body

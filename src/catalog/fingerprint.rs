@@ -116,7 +116,10 @@ mod tests {
         std::fs::write(&spec, "{}").unwrap();
         let present = watch_digest(&config);
         assert_ne!(missing, present);
-        assert_eq!(Some(present), sources_digest(&config));
+        assert_eq!(Some(present.clone()), sources_digest(&config));
+        // An enriched copy written beside it (by `enrich` or a review) is a change too.
+        std::fs::write(dir.path().join("a.enriched.json"), "{}").unwrap();
+        assert_ne!(watch_digest(&config), present);
     }
 
     #[test]

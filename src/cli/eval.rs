@@ -45,6 +45,10 @@ pub struct EvalArgs {
     /// Cut-offs to report.
     #[arg(short, long = "k", value_delimiter = ',', default_values_t = DEFAULT_KS)]
     pub ks: Vec<usize>,
+    /// Token budget of the default find_tools answer whose recall and size are reported
+    /// (as `serve --answer-tokens`).
+    #[arg(long, value_name = "N", default_value_t = shortlist::server::discovery::DEFAULT_ANSWER_TOKENS)]
+    pub answer_tokens: usize,
     /// Which fields make up each endpoint's doc text.
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -169,6 +173,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         variant: args.variant,
         options: args.options(),
         ks,
+        answer_tokens: args.answer_tokens,
         cache_dir: match &args.cache_dir {
             Some(d) => d.clone(),
             None => shortlist::places::user_cache_dir()

@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// Endpoint tools per `tools/list` page in catalog exposure.
     #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u16).range(1..))]
     pub page_size: u16,
+    /// Tokens (cl100k) the hits of a find_tools answer may take when the call gives no `k`.
+    #[arg(long, value_name = "N", default_value_t = 400, value_parser = clap::value_parser!(u16).range(50..))]
+    pub answer_tokens: u16,
     /// Seconds between two looks at the catalog's files: a changed spec, config or enriched
     /// copy is indexed in the background and served without a restart. 0: only SIGHUP
     /// reloads.
@@ -83,6 +86,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or(args.idle_minutes.max(1) * 60),
         ),
         page_size: usize::from(args.page_size),
+        answer_tokens: usize::from(args.answer_tokens),
     };
     let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, true)?;
     let source = Source {

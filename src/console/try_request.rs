@@ -109,7 +109,7 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
     let meta = serde_json::to_value(state.meta_tools(exposure)).unwrap_or(Value::Null);
     Ok(Tried {
         query: ranked.args.query.unwrap_or_default(),
-        k: ranked.args.k,
+        k: ranked.args.k.unwrap_or(ranked.hits.len()),
         api: ranked.args.api,
         tasks: explained.tasks,
         tools_tokens: tokens::count_json(&Value::Array(definitions)),

@@ -97,6 +97,9 @@ pub struct EvalConfig {
     /// Ascending, distinct, positive.
     pub ks: Vec<usize>,
     pub cache_dir: PathBuf,
+    /// Token budget of the default `find_tools` answer (one without `k`), whose recall and
+    /// size are measured beside the fixed cut-offs.
+    pub answer_tokens: usize,
 }
 
 /// The outcome of one query.
@@ -117,6 +120,47 @@ pub struct QueryOutcome {
     /// 1-based rank of each gold endpoint in the full ranking (`None`: cut off).
     pub gold_ranks: Vec<Option<usize>>,
     pub metrics: QueryMetrics,
+    /// The default `find_tools` answer: hits it holds, their tokens, and the share of gold
+    /// endpoints among them.
+    pub answer: Answer,
+}
+
+/// What the default `find_tools` answer (sized in tokens, no `k`) held for one query.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Answer {
+    pub hits: usize,
+    pub tokens: usize,
+    pub recall: f64,
+}
+
+/// Hits a `find_tools` answer considers at most (its largest `k`).
+const ANSWER_POOL: usize = 50;
+
+/// The default answer for a ranking, rendered as the server renders it.
+fn answer_of(
+    shortlister: &Shortlister,
+    positions: &[usize],
+    gold: &[usize],
+    budget: usize,
+) -> Answer {
+    use crate::server::{discovery, tokens};
+    let rendered: Vec<serde_json::Value> = positions
+        .iter()
+        .take(ANSWER_POOL)
+        .filter_map(|&p| shortlister.endpoint(p).map(|e| discovery::hit(e, None)))
+        .collect();
+    let n = discovery::fitting(&rendered, budget);
+    let shown = &positions[..n.min(positions.len())];
+    let found = gold.iter().filter(|g| shown.contains(g)).count();
+    Answer {
+        hits: n,
+        tokens: tokens::count_json(&serde_json::Value::Array(rendered[..n].to_vec())).unwrap_or(0),
+        recall: if gold.is_empty() {
+            0.0
+        } else {
+            found as f64 / gold.len() as f64
+        },
+    }
 }
 
 /// The outcome of one setting.
@@ -189,6 +233,7 @@ pub fn run_setting(
         let ranking = shortlister.rank(&case.query, None)?;
         let positions: Vec<usize> = ranking.iter().map(|h| h.position).collect();
         let metrics = metrics::score_query(&positions, &case.gold, &config.ks);
+        let answer = answer_of(&shortlister, &positions, &case.gold, config.answer_tokens);
         let top = &ranking[..ranking.len().min(max_k)];
         queries.push(QueryOutcome {
             gold_ranks: case
@@ -207,6 +252,7 @@ pub fn run_setting(
             query: case.query,
             source: case.source,
             metrics,
+            answer,
         });
     }
     let ranking_seconds = started.elapsed().as_secs_f64();

@@ -197,6 +197,10 @@ pub struct Row {
     pub cut_returned: f64,
     /// Milliseconds per query, ranking without the cut (query embedding included).
     pub ms_per_query: f64,
+    /// Recall within the default `find_tools` answer (sized in tokens), in percent.
+    pub answer_recall: f64,
+    /// Mean tokens (cl100k) of that answer's hits.
+    pub answer_tokens: f64,
 }
 
 /// The suite's figures: one row per dataset, then the macro-average.
@@ -261,6 +265,10 @@ pub fn run_suite(
             cut_f1: cut10.as_ref().map_or(0.0, |a| 100.0 * a.f1),
             cut_returned: cut10.map_or(0.0, |a| a.returned),
             ms_per_query: 1000.0 * seconds / all.len().max(1) as f64,
+            answer_recall: 100.0 * all.iter().map(|q| q.answer.recall).sum::<f64>()
+                / all.len().max(1) as f64,
+            answer_tokens: all.iter().map(|q| q.answer.tokens as f64).sum::<f64>()
+                / all.len().max(1) as f64,
         });
         outcomes.push((d.name.clone(), all));
     }
@@ -275,6 +283,8 @@ pub fn run_suite(
         cut_f1: mean(&|r| r.cut_f1),
         cut_returned: mean(&|r| r.cut_returned),
         ms_per_query: mean(&|r| r.ms_per_query),
+        answer_recall: mean(&|r| r.answer_recall),
+        answer_tokens: mean(&|r| r.answer_tokens),
     };
     Ok((
         SuiteReport {
@@ -291,7 +301,7 @@ pub fn run_suite(
 pub fn table(r: &SuiteReport) -> String {
     use std::fmt::Write;
     let mut out = format!(
-        "| dataset | queries | endpoints | R@5 | R@10 | cut F1@10 (cut {}) | returned | ms/query |\n|---|---|---|---|---|---|---|---|\n",
+        "| dataset | queries | endpoints | R@5 | R@10 | cut F1@10 (cut {}) | returned | answer R | answer tokens | ms/query |\n|---|---|---|---|---|---|---|---|---|---|\n",
         r.cut
     );
     for row in r.rows.iter().chain(std::iter::once(&r.macro_avg)) {
@@ -302,7 +312,7 @@ pub fn table(r: &SuiteReport) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {:.0} | {:.1} |",
             row.name,
             row.queries,
             endpoints,
@@ -310,6 +320,8 @@ pub fn table(r: &SuiteReport) -> String {
             row.r10,
             row.cut_f1,
             row.cut_returned,
+            row.answer_recall,
+            row.answer_tokens,
             row.ms_per_query
         );
     }

@@ -15,13 +15,25 @@ use serde_json::{json, Map, Value};
 
 /// Optional argument names listed per hit before "+N more".
 const OPTIONAL_SHOWN: usize = 8;
+/// Characters of the one-line purpose in the compact form.
+const COMPACT_SUMMARY_CHARS: usize = 80;
+
+/// Tokens (cl100k) the hits of a `find_tools` answer without `k` may take, by default: as
+/// many hits as fit. Chosen on the development suite (`docs/results.md`, "Answers sized in
+/// tokens").
+pub const DEFAULT_ANSWER_TOKENS: usize = 400;
 /// Enum values spelled out in a type summary before it says "…".
 const ENUM_SHOWN: usize = 6;
 /// Characters of the description `describe_tool` returns.
 const FULL_DESCRIPTION_CHARS: usize = 2000;
 
-/// One `find_tools` hit.
-pub fn hit(ep: &Endpoint, score: f32) -> Value {
+/// One `find_tools` hit. With a score (the caller asked for a number of hits): an object
+/// with the optional argument names and the score too. Without (an answer sized in
+/// tokens): the compact form, one line of what calling it takes and no more, `name(required
+/// arguments with their types and enum values) METHOD /path: purpose`, since keys and
+/// quotes would cost a third of the budget; the order says the rest, and `describe_tool`
+/// the optional arguments.
+pub fn hit(ep: &Endpoint, score: Option<f32>) -> Value {
     let mut required = Map::new();
     let mut optional = Vec::new();
     for a in argument_schemas(ep) {
@@ -31,6 +43,25 @@ pub fn hit(ep: &Endpoint, score: f32) -> Value {
             optional.push(a.spec.name.clone());
         }
     }
+    let Some(score) = score else {
+        let args: Vec<String> = required
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or("any")))
+            .collect();
+        let generated = if ep.one_line_generated() {
+            " (generated)"
+        } else {
+            ""
+        };
+        return Value::String(format!(
+            "{}({}) {} {}: {}{generated}",
+            ep.tool_name,
+            args.join(", "),
+            ep.method.as_str(),
+            ep.path,
+            crate::text::clip_chars(&ep.one_line(), COMPACT_SUMMARY_CHARS),
+        ));
+    };
     let mut out = json!({
         "name": ep.tool_name,
         "call": format!("{} {}", ep.method.as_str(), ep.path),
@@ -60,6 +91,20 @@ pub fn hit(ep: &Endpoint, score: f32) -> Value {
     // Four decimals separate fused ranks; more digits only cost tokens.
     out["score"] = json!((f64::from(score) * 10_000.0).round() / 10_000.0);
     out
+}
+
+/// How many of `hits` (best first) fit `budget` tokens together, at least one: the answer
+/// of a `find_tools` call that did not ask for a number. Each hit is counted as the compact
+/// JSON it travels as, plus its separator.
+pub fn fitting(hits: &[Value], budget: usize) -> usize {
+    let mut used = 2;
+    for (i, h) in hits.iter().enumerate() {
+        used += super::tokens::count_json(h).unwrap_or(budget) + 1;
+        if used > budget {
+            return i.max(1);
+        }
+    }
+    hits.len()
 }
 
 /// What the model may do with the hits, true for the exposure the client has: only a
@@ -295,6 +340,24 @@ fn base_type(o: &Map<String, Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_sized_in_tokens_keeps_the_best_hits_that_fit() {
+        let hits: Vec<Value> = (0..40)
+            .map(|i| json!({"name": format!("tool_{i}"), "summary": "Does one thing well."}))
+            .collect();
+        let tokens =
+            |n: usize| crate::server::tokens::count_json(&Value::Array(hits[..n].to_vec()));
+        let n = fitting(&hits, 200);
+        assert!(n > 1 && n < 40, "{n}");
+        // Counted hit by hit, within a few tokens of the array as a whole.
+        assert!(tokens(n) <= Some(205), "{:?} tokens in {n} hits", tokens(n));
+        assert!(tokens(n + 1) > Some(190), "one more would have fit");
+        // Everything fits a large budget; a tiny one still answers the best hit.
+        assert_eq!(fitting(&hits, 100_000), 40);
+        assert_eq!(fitting(&hits, 1), 1);
+        assert_eq!(fitting(&[], 400), 0);
+    }
 
     #[test]
     fn type_summaries_are_short() {

@@ -25,9 +25,6 @@ pub const CALL_TOOL: &str = "call_tool";
 /// Characters of a `find_tools` query that are used.
 pub const MAX_QUERY_CHARS: usize = 2000;
 
-/// Shortlist size when the client does not say.
-pub const DEFAULT_K: usize = 5;
-
 /// Whether a name is one of the meta-tools. Endpoints never take these names
 /// ([`crate::catalog::naming::RESERVED`]).
 pub fn is_meta(name: &str) -> bool {
@@ -45,10 +42,10 @@ pub struct FindArgs {
     #[serde(default, deserialize_with = "query_text")]
     #[schemars(with = "String", length(min = 1))]
     pub query: Option<String>,
-    /// How many endpoints to return.
-    #[serde(default = "default_k", deserialize_with = "count")]
-    #[schemars(range(min = 1))]
-    pub k: usize,
+    /// How many endpoints to return; without it, as many as fit a short answer.
+    #[serde(default, deserialize_with = "count")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub k: Option<usize>,
     /// Only this API: its id or title, any case, or part of it.
     #[serde(default, deserialize_with = "optional_text")]
     #[schemars(with = "String")]
@@ -76,10 +73,6 @@ pub struct CallArgs {
     /// The tool's arguments, as its inputSchema describes.
     #[serde(default, deserialize_with = "tool_arguments")]
     pub arguments: JsonObject,
-}
-
-fn default_k() -> usize {
-    DEFAULT_K
 }
 
 /// The schema derived from `T`, as a tool input schema (root type object, no title).
@@ -189,7 +182,7 @@ fn parse<T: for<'de> Deserialize<'de>>(args: &JsonObject) -> Result<T, String> {
 /// Reads `find_tools` arguments; `k` above `max_k` is lowered to it.
 pub fn find_args(args: &JsonObject, max_k: usize) -> Result<FindArgs, String> {
     let mut a: FindArgs = parse(args)?;
-    a.k = a.k.min(max_k);
+    a.k = a.k.map(|k| k.min(max_k));
     Ok(a)
 }
 
@@ -241,17 +234,17 @@ fn name_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 
 /// `k`: a positive integer; `3.0` counts as 3 (some clients send every number as a float),
 /// `null` as not given.
-fn count<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     let v = Value::deserialize(d)?;
     if v.is_null() {
-        return Ok(DEFAULT_K);
+        return Ok(None);
     }
     match v.as_u64().or_else(|| {
         v.as_f64()
             .filter(|f| f.fract() == 0.0 && *f >= 0.0)
             .map(|f| f as u64)
     }) {
-        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
         _ => Err(serde::de::Error::custom("'k' must be a positive integer")),
     }
 }
@@ -304,7 +297,7 @@ mod tests {
             a,
             FindArgs {
                 query: Some("movies".into()),
-                k: 5,
+                k: None,
                 api: None
             }
         );
@@ -312,13 +305,13 @@ mod tests {
             find_args(&obj(json!({"query": "x", "k": 99})), 20)
                 .unwrap()
                 .k,
-            20
+            Some(20)
         );
         assert_eq!(
             find_args(&obj(json!({"query": "x", "k": 3.0})), 20)
                 .unwrap()
                 .k,
-            3
+            Some(3)
         );
         assert!(find_args(&obj(json!({"query": "x", "k": "3"})), 20).is_err());
         assert!(find_args(&obj(json!({"query": "x", "k": 0})), 20).is_err());
@@ -400,7 +393,7 @@ mod tests {
             .is_some_and(|t| t.contains("Inception")));
         assert_eq!(find["k"]["type"], json!("integer"));
         assert_eq!(find["k"]["minimum"], json!(1));
-        assert_eq!(find["k"]["default"], json!(DEFAULT_K));
+        assert!(find["k"].get("default").is_none());
         assert_eq!(find["api"]["type"], json!("string"));
         assert_eq!(
             d[2].input_schema["properties"]["arguments"]["type"],

@@ -32,6 +32,8 @@ pub struct ServerOptions {
     pub idle_expiry: Duration,
     /// Endpoint tools per `tools/list` page (catalog exposure).
     pub page_size: usize,
+    /// Tokens the hits of a `find_tools` answer without `k` may take.
+    pub answer_tokens: usize,
 }
 
 impl Default for ServerOptions {
@@ -41,6 +43,7 @@ impl Default for ServerOptions {
             max_tools: 20,
             idle_expiry: Duration::from_secs(30 * 60),
             page_size: super::served::PAGE_SIZE,
+            answer_tokens: discovery::DEFAULT_ANSWER_TOKENS,
         }
     }
 }
@@ -233,26 +236,35 @@ impl ServerState {
             Ok(_) => {}
             Err(msg) => return Found::error(msg),
         }
-        let (query, hits, served) = match self.rank(args, exposure).await {
-            Ok(Ranked {
-                args, hits, served, ..
-            }) => (args.query.unwrap_or_default(), hits, served),
+        let Ranked {
+            args, hits, served, ..
+        } = match self.rank(args, exposure).await {
+            Ok(r) => r,
             Err(msg) => return Found::error(msg),
         };
+        // Without `k`, the answer is sized in tokens: as many hits as fit, no scores.
+        let sized = args.k.is_none();
+        let mut shown: Vec<(usize, Value)> = hits
+            .iter()
+            .filter_map(|h| {
+                let ep = served.endpoint(h.position)?;
+                Some((h.position, discovery::hit(ep, (!sized).then_some(h.score))))
+            })
+            .collect();
+        if sized {
+            let values: Vec<Value> = shown.iter().map(|(_, v)| v.clone()).collect();
+            shown.truncate(discovery::fitting(&values, self.options.answer_tokens));
+        }
         let dynamic = exposure == Exposure::Dynamic;
         let change = if dynamic {
-            let positions: Vec<usize> = hits.iter().map(|h| h.position).collect();
+            // What the answer shows joins the client's list, best first.
+            let positions: Vec<usize> = shown.iter().map(|(p, _)| *p).collect();
             self.clients.expose(key, &positions)
         } else {
             Change::default()
         };
-        let values = hits
-            .iter()
-            .filter_map(|h| {
-                let ep = served.endpoint(h.position)?;
-                Some(discovery::hit(ep, h.score))
-            })
-            .collect();
+        let values = shown.into_iter().map(|(_, v)| v).collect();
+        let query = args.query.unwrap_or_default();
         Found {
             result: discovery::find_result(&query, values, dynamic, discovery::note(exposure)),
             change,
@@ -323,7 +335,8 @@ impl ServerState {
             .as_deref()
             .map(|a| served.apis().resolve(a))
             .transpose()?;
-        let k = args.k;
+        // Without a number, rank as many as could be shown; the answer keeps what fits.
+        let k = args.k.unwrap_or(self.k_limit(exposure));
         // Never closed, so acquiring only waits for a free slot.
         let Ok(_permit) = self.ranking.acquire().await else {
             return Err("ranking failed (internal error)".into());

@@ -20,6 +20,8 @@ scripts/setup-test-tools.sh) so that a real, independent client checks the serve
 
 --mode legacy  initialize handshake, protocol 2025-11-25 (sessions); tools/list_changed
                arrives as a plain notification, received through `message_handler`.
+--client-name  the clientInfo.name sent at initialization, to act as a known client.
+
 --mode auto    the SDK default: probes `server/discover` and speaks 2026-07-28 if the server
                does (falls back to legacy otherwise). At 2026-07-28 change notifications
                only travel on a `subscriptions/listen` stream, so one is opened with
@@ -173,7 +175,9 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
 
     # 2024-11-05 has only the initialize handshake: no discovery probe on that transport.
     mode = "legacy" if args.sse else args.mode
-    client = Client(server, mode=mode, message_handler=on_message, read_timeout_seconds=args.timeout)
+    info = types.Implementation(name=args.client_name, version="1.0") if args.client_name else None
+    client = Client(server, mode=mode, message_handler=on_message, read_timeout_seconds=args.timeout,
+                    client_info=info)
     async with AsyncExitStack() as stack:
         if args.header and not args.sse:  # a caller-supplied httpx client must be open before the transport uses it
             await stack.enter_async_context(http)
@@ -250,6 +254,7 @@ def main() -> int:
     ap.add_argument("--script", required=True, help="JSON file of steps, or - for stdin")
     ap.add_argument("--header", action="append", default=[], help='HTTP header "Name: value"')
     ap.add_argument("--timeout", type=float, default=30, help="per-request read timeout (s)")
+    ap.add_argument("--client-name", help="clientInfo.name to send (default: the SDK's)")
     ap.add_argument("--total-timeout", type=float, default=120, help="whole run (s)")
     args = ap.parse_args()
 

@@ -178,6 +178,18 @@ pub async fn python_client_raw(
     steps: Value,
     headers: &[&str],
 ) -> (Value, bool, String) {
+    python_client_named(target, mode, steps, headers, None).await
+}
+
+/// Like [`python_client_raw`], sending `client_name` as `clientInfo.name` (to act as a
+/// known client).
+pub async fn python_client_named(
+    target: Target<'_>,
+    mode: &str,
+    steps: Value,
+    headers: &[&str],
+    client_name: Option<&str>,
+) -> (Value, bool, String) {
     let script = tempfile::NamedTempFile::new().expect("script file");
     std::fs::write(script.path(), steps.to_string()).expect("write script");
     let mut cmd = Command::new(python());
@@ -194,6 +206,9 @@ pub async fn python_client_raw(
     };
     for h in headers {
         cmd.arg("--header").arg(h);
+    }
+    if let Some(name) = client_name {
+        cmd.arg("--client-name").arg(name);
     }
     cmd.arg("--mode")
         .arg(mode)
