@@ -7,13 +7,15 @@
 //! search ranks tools by BM25 over each tool's name and description as the server sends
 //! them, so this benchmark builds, for every endpoint of each development-suite dataset, the
 //! text `name + " " + description` of [`endpoint_tool`] and ranks every query with Okapi
-//! BM25 (k1 1.2, b 0.75, idf `ln(1 + (N - df + 0.5) / (df + 0.5))`) two ways:
+//! BM25 (k1 1.2, b 0.75, idf `ln(1 + (N - df + 0.5) / (df + 0.5))`) three ways:
 //!
 //! - **plain**: lower-cased alphanumeric words, camelCase and snake_case split
 //!   ([`shortlist::text::split_identifier`]), no stop words, no stemming: what a generic
 //!   host search does;
 //! - **product tokenizer**: the product's [`Bm25`] with the same k1 and b, whose tokenizer
-//!   also drops stop words and folds plurals: what a host with a better tokenizer could do.
+//!   also drops stop words and folds plurals: what a host with a better tokenizer could do;
+//! - **plain with arguments**: the plain search over the name, the description and each
+//!   argument's name and description (the input schema's properties), as some hosts index.
 //!
 //! Each is measured on the specs as they are and after `shortlist enrich --llm none` (the
 //! heuristic enricher, run by the real binary on a copy of `datasets/`), R@5 and R@10 per
@@ -196,16 +198,34 @@ fn tool_text(ep: &Endpoint) -> String {
     format!("{} {}", t.name, t.description.as_deref().unwrap_or(""))
 }
 
+/// The same with each argument's name and description from the input schema, which some
+/// hosts' searches also read (and where the enricher writes most of its text).
+fn tool_text_with_arguments(ep: &Endpoint) -> String {
+    let t = endpoint_tool(ep);
+    let mut text = format!("{} {}", t.name, t.description.as_deref().unwrap_or(""));
+    if let Some(props) = t.input_schema.get("properties").and_then(|p| p.as_object()) {
+        for (name, schema) in props {
+            text.push(' ');
+            text.push_str(name);
+            if let Some(d) = schema.get("description").and_then(|d| d.as_str()) {
+                text.push(' ');
+                text.push_str(d);
+            }
+        }
+    }
+    text
+}
+
 /// One dataset measured: the largest index, every tool text searched, and the per-query
-/// metrics of each search (plain, product).
+/// metrics of each search (plain, product, plain with the arguments).
 struct Measured {
     endpoints: usize,
     texts: Vec<String>,
-    per_query: [Vec<QueryMetrics>; 2],
+    per_query: [Vec<QueryMetrics>; 3],
 }
 
 fn measure(settings: &[Setting]) -> Measured {
-    let mut out: [Vec<QueryMetrics>; 2] = [Vec::new(), Vec::new()];
+    let mut out: [Vec<QueryMetrics>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut endpoints = 0;
     let mut all_texts = Vec::new();
     for s in settings {
@@ -214,12 +234,18 @@ fn measure(settings: &[Setting]) -> Measured {
         assert!(errors.is_empty(), "{}: {}", s.name, errors.join("; "));
         endpoints = endpoints.max(catalog.endpoints.len());
         let texts: Vec<String> = catalog.endpoints.iter().map(tool_text).collect();
-        let searches: [Box<dyn Search>; 2] = [
+        let with_arguments: Vec<String> = catalog
+            .endpoints
+            .iter()
+            .map(tool_text_with_arguments)
+            .collect();
+        let searches: [Box<dyn Search>; 3] = [
             Box::new(PlainBm25::build(&texts)),
             Box::new(ProductBm25(Bm25::with_params(
                 &texts,
                 Bm25Params { k1: K1, b: B },
             ))),
+            Box::new(PlainBm25::build(&with_arguments)),
         ];
         for qf in &s.queries {
             let mut raw = gold::read_queries(&qf.path).expect("queries");
@@ -255,9 +281,9 @@ fn recalls(per_query: &[QueryMetrics]) -> [f64; 2] {
 
 fn recall_table(before: &Suite, after: &Suite) {
     println!("Host search (BM25 over tool name + description), R@5 / R@10:\n");
-    println!("| dataset | queries | endpoints | tool texts enrichment changed | plain, as is | plain, enriched | product tokenizer, as is | product tokenizer, enriched |");
-    println!("|---|---|---|---|---|---|---|---|");
-    let mut sums = [[0.0f64; 2]; 4];
+    println!("| dataset | queries | endpoints | tool texts enrichment changed | plain, as is | plain, enriched | product tokenizer, as is | product tokenizer, enriched | plain with arguments, as is | plain with arguments, enriched |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut sums = [[0.0f64; 2]; 6];
     let n = before.datasets.len();
     for (b, a) in before.datasets.iter().zip(&after.datasets) {
         assert_eq!(b.name, a.name, "the enriched suite lists the same datasets");
@@ -269,9 +295,9 @@ fn recall_table(before: &Suite, after: &Suite) {
             .zip(&ma.texts)
             .filter(|(x, y)| x != y)
             .count();
-        let [plain_b, product_b] = &mb.per_query;
-        let [plain_a, product_a] = &ma.per_query;
-        let cells: Vec<[f64; 2]> = [plain_b, plain_a, product_b, product_a]
+        let [plain_b, product_b, args_b] = &mb.per_query;
+        let [plain_a, product_a, args_a] = &ma.per_query;
+        let cells: Vec<[f64; 2]> = [plain_b, plain_a, product_b, product_a, args_b, args_a]
             .into_iter()
             .map(|m| recalls(m))
             .collect();
