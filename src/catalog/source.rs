@@ -7,11 +7,11 @@ use std::path::Path;
 
 /// Specs larger than this are refused outright: nothing legitimate comes close (the largest
 /// real spec we know, Stripe's, is under 10 MB). A spec this size loads in about 2.5 s and
-/// 5 times its size in memory (`cargo bench --bench spec_load`).
+/// 2 to 4 times its size in memory (`cargo bench --bench spec_load`).
 pub const MAX_SPEC_BYTES: u64 = 64 * 1024 * 1024;
 
-/// YAML reads about three times slower than JSON (and takes 9 times its size in memory),
-/// so YAML specs have a lower limit that keeps the worst case under 5 s.
+/// YAML reads about three times slower than JSON (and takes 2 to 7 times its size in
+/// memory), so YAML specs have a lower limit that keeps the worst case under 5 s.
 pub const MAX_YAML_BYTES: usize = 32 * 1024 * 1024;
 
 /// The start of the message of a document nested too deeply (see [`parse_text`]).
