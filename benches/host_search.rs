@@ -45,7 +45,7 @@ use shortlist::eval::suite::Suite;
 use shortlist::eval::Setting;
 use shortlist::index::lexical::{Bm25, Bm25Params};
 use shortlist::server::tools::endpoint_tool;
-use shortlist::server::{discovery, meta_tools, tokens};
+use shortlist::server::{discovery, meta_tools, tokens, Exposure};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -66,16 +66,6 @@ const FIND_K: usize = 5;
 const ANSWER_QUERIES: usize = 40;
 /// The specs the suite reads, copied before enriching them.
 const DATASET_PARTS: [&str; 4] = ["suite.toml", "restbench", "toolbench-dev", "socbench-dev"];
-
-/// The `find_tools` notes of each exposure, as the server words them
-/// (`src/server/state.rs`): part of every answer's tokens.
-const NOTE_META: &str =
-    "Call these with call_tool(name, arguments). describe_tool(name) gives every parameter.";
-const NOTE_DYNAMIC: &str = "These are now tools in your list. Call them directly, or with \
-     call_tool(name, arguments) if your tool list has not updated. describe_tool(name) gives \
-     every parameter.";
-const NOTE_CATALOG: &str = "Every endpoint is already a tool: call it directly, or with \
-     call_tool(name, arguments). describe_tool(name) gives every parameter.";
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -393,19 +383,17 @@ fn token_table(datasets: &Path, enriched: &Path) {
             .into_iter()
             .take(FIND_K)
             .collect();
-        for (i, (exposed, note)) in [
-            (false, NOTE_META),
-            (true, NOTE_DYNAMIC),
-            (false, NOTE_CATALOG),
-        ]
-        .into_iter()
-        .enumerate()
+        for (i, exposure) in [Exposure::Meta, Exposure::Dynamic, Exposure::Catalog]
+            .into_iter()
+            .enumerate()
         {
             // Scores scaled to the best one, as the product's are (1.0 for the best).
             let hits = top
                 .iter()
-                .map(|&p| discovery::hit(&eps[p], scores[p] / best))
+                .map(|&p| discovery::hit(&eps[p], Some(scores[p] / best)))
                 .collect();
+            let note = discovery::note(exposure);
+            let exposed = exposure == Exposure::Dynamic;
             answers[i] += count(&discovery::find_result(&q.query, hits, exposed, note));
         }
     }

@@ -6,14 +6,19 @@
 //!   under fresh prefixes until the file is 1, 10, 30 and 60 MiB, written as JSON and as
 //!   YAML (60 MiB of YAML is over the YAML limit: the row measures the refusal).
 //!   For each: wall time and peak resident memory of parsing alone
-//!   (`source::read_document`) and of the whole load (`Catalog::load`: parse, resolve,
-//!   normalize, name), and peak memory above the process's baseline as a multiple of the
-//!   file size.
+//!   (`source::read_document_packed`, as a load reads it) and of the whole load
+//!   (`Catalog::load`: parse, resolve, normalize, name), and peak memory above the
+//!   process's baseline as a multiple of the file size.
+//! - **Endpoint-dense specs**: `ops` operations of one path parameter and one response each
+//!   (64,000 by default, about 20 MB of YAML), as JSON and YAML: the same figures. Nothing
+//!   in them is shared through `$ref`s, so the parsed document's many small collections
+//!   weigh more than in the copied TMDB spec.
 //! - **Deep nesting**: documents that are nothing but nesting (JSON objects, YAML flow
 //!   sequences, YAML block sequences), from 200,000 levels up to the largest file each
 //!   format accepts (64 MiB of JSON, 32 MiB of YAML): time to rejection.
 //!
-//! Options: `--sizes 1,10` (MiB, default 1,10,30,60), `--keep DIR` (write the specs there and
+//! Options: `--sizes 1,10` (MiB, default 1,10,30,60), `--dense 64000` (operations, default
+//! 64000), `--keep DIR` (write the specs there and
 //! keep them). Figures go to stdout as Markdown; `docs/benchmarks.md` records a run.
 
 use serde_json::{Map, Value};
@@ -37,6 +42,11 @@ fn main() {
     };
     let sizes: Vec<usize> = value("--sizes")
         .unwrap_or_else(|| "1,10,30,60".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let dense_ops: Vec<usize> = value("--dense")
+        .unwrap_or_else(|| "64000".into())
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
@@ -73,6 +83,36 @@ fn main() {
             let load = run_child("load", &path);
             println!(
                 "| {mib} MiB {ext} | {:.1} MB | {:.2} s | {} | {:.2} s | {} | {} {} |",
+                len as f64 / 1e6,
+                parse.secs,
+                parse.memory(len),
+                load.secs,
+                load.memory(len),
+                load.count,
+                if load.count == 0 { &load.message } else { "" }
+            );
+        }
+    }
+
+    // Endpoint-dense specs: many small operations, nothing shared, so the parsed
+    // document's many small collections, not its text, decide the memory.
+    for ops in dense_ops {
+        for ext in ["json", "yaml"] {
+            let doc = dense(ops);
+            let path = dir.join(format!("dense-{ops}.{ext}"));
+            let text = if ext == "json" {
+                serde_json::to_string_pretty(&doc).expect("json")
+            } else {
+                shortlist::enrich::yaml_out::to_string(&doc)
+            };
+            drop(doc);
+            std::fs::write(&path, &text).expect("write spec");
+            let len = text.len();
+            drop(text);
+            let parse = run_child("parse", &path);
+            let load = run_child("load", &path);
+            println!(
+                "| {ops} small operations {ext} | {:.1} MB | {:.2} s | {} | {:.2} s | {} | {} {} |",
                 len as f64 / 1e6,
                 parse.secs,
                 parse.memory(len),
@@ -176,7 +216,8 @@ fn child(mode: &str, path: &Path) {
     let baseline = status_kb("VmHWM");
     let start = Instant::now();
     let (count, message) = match mode {
-        "parse" => match source::read_document(path) {
+        // As a catalog load reads it: path items packed.
+        "parse" => match source::read_document_packed(path) {
             Ok(p) => (usize::from(p.value.is_object()), "parsed".to_string()),
             Err(e) => (0, e.message),
         },
@@ -243,4 +284,31 @@ fn grow(base: &Value, target: usize) -> Value {
     let mut doc: Map<String, Value> = base.as_object().expect("object").clone();
     doc.insert("paths".into(), Value::Object(all));
     Value::Object(doc)
+}
+
+/// A spec of `ops` small operations: `GET /resourcesN/{id}` with an operation id, a summary,
+/// a description, one path parameter and one response.
+fn dense(ops: usize) -> Value {
+    let mut paths = Map::new();
+    for i in 0..ops {
+        let op = serde_json::json!({
+            "operationId": format!("getResource{i}"),
+            "summary": format!("Get resource {i}"),
+            "description": format!("Returns resource {i}."),
+            "parameters": [{
+                "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
+            }],
+            "responses": {"200": {"description": "The resource."}}
+        });
+        paths.insert(
+            format!("/resources{i}/{{id}}"),
+            serde_json::json!({ "get": op }),
+        );
+    }
+    serde_json::json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Dense", "version": "1.0"},
+        "servers": [{"url": "https://api.example.com/v1"}],
+        "paths": paths,
+    })
 }

@@ -81,7 +81,7 @@ fn refs_inside_keys_next_to_a_ref_are_inlined() {
     let dangling = res.inline_schema(0, &doc["components"]["schemas"]["Dangling"], "#", 300);
     assert_eq!(dangling, json!({"properties": {"x": {"type": "integer"}}}));
 
-    let n = normalize(path, "fuzz", doc).expect("normalizes");
+    let n = normalize(path, "fuzz", doc, false).expect("normalizes");
     let body = n.endpoints[0].request_body.as_ref().expect("has a body");
     assert_no_ref(&body.schema, "body");
     assert_eq!(body.schema, out);
@@ -119,7 +119,7 @@ fn refs_to_a_big_schema_are_not_copied_per_use() {
         "components": {"schemas": {"Big": {"type": "object", "properties": props}}}
     });
     let start = std::time::Instant::now();
-    let n = normalize(Path::new("/nonexistent/fuzz/spec.json"), "fuzz", doc).expect("loads");
+    let n = normalize(Path::new("/nonexistent/fuzz/spec.json"), "fuzz", doc, false).expect("loads");
     let took = start.elapsed();
     assert_eq!(n.endpoints.len(), 40);
     let body = &n.endpoints[0].request_body.as_ref().expect("body").schema;

@@ -306,7 +306,7 @@ fn cli_index_search_and_errors() {
     assert_eq!(table.lines().count(), 3, "{table}");
     assert!(table.lines().next().unwrap().trim_start().starts_with("1 "));
 
-    // No index: exit 2 and one clear line.
+    // No index and no catalog to build it from: exit 2 and one clear line.
     let empty = tempfile::tempdir().unwrap();
     let out = bin()
         .args(["search", "x", "--data-dir"])
@@ -314,7 +314,12 @@ fn cli_index_search_and_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("run `shortlist index` first"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("give the catalog (--config FILE or spec paths) to build it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A missing model says how to fetch it.
     let out = bin()
@@ -330,6 +335,66 @@ fn cli_index_search_and_errors() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `search` on a catalog brings its index up to date as `serve` does: built on the first
+/// search with serve's progress line, reused while the spec is unchanged, updated for what
+/// changed.
+#[test]
+fn cli_search_builds_the_index_it_needs_then_reuses_it() {
+    let specs = tempfile::tempdir().unwrap();
+    let spec = specs.path().join("musixmatch.yaml");
+    let text = std::fs::read_to_string(catalogs().join("musixmatch.yaml")).unwrap();
+    std::fs::write(&spec, &text).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let search = || {
+        let out = bin()
+            .args([
+                "search",
+                "lyrics of a track",
+                "-k",
+                "3",
+                "--json",
+                "--data-dir",
+            ])
+            .arg(data.path())
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+    };
+
+    let (first, err) = search();
+    assert!(
+        err.contains("shortlist: embedding 16 new or changed endpoint(s)…"),
+        "{err}"
+    );
+    assert!(err.contains("16 endpoint(s) of 1 API(s) ready"), "{err}");
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&first).unwrap();
+    assert_eq!(hits.len(), 3);
+
+    // Unchanged: opened as it is, nothing said, the same answer.
+    let (second, err) = search();
+    assert_eq!(
+        err, "",
+        "an unchanged catalog's search prints only its results"
+    );
+    assert_eq!(second, first);
+
+    // One operation's text changed: only it is embedded again.
+    std::fs::write(
+        &spec,
+        text.replacen("summary: \"\"", "summary: \"Get an album\"", 1),
+    )
+    .unwrap();
+    let (_, err) = search();
+    assert!(
+        err.contains("shortlist: embedding 1 new or changed endpoint(s)…"),
+        "{err}"
+    );
+    assert!(err.contains("(1 embedded, 15 reused)"), "{err}");
 }
 
 #[test]

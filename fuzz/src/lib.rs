@@ -90,7 +90,7 @@ pub fn spec_load(data: &[u8]) {
     let Ok(parsed) = source::read_document(&path) else {
         return;
     };
-    let Ok(mut n) = normalize::normalize(&path, "fuzz", parsed.value) else {
+    let Ok(mut n) = normalize::normalize(&path, "fuzz", parsed.value, false) else {
         return;
     };
     naming::assign(&mut n.endpoints, false);
@@ -242,7 +242,7 @@ pub fn ref_resolve(data: &[u8]) {
     }
     // And the whole spec through normalization, which resolves parameters, bodies and
     // response schemas of every operation.
-    if let Ok(n) = normalize::normalize(&path, "fuzz", doc) {
+    if let Ok(n) = normalize::normalize(&path, "fuzz", doc, false) {
         // (Tool names and schemas are spec_load's business.)
         for ep in &n.endpoints {
             for p in &ep.parameters {

@@ -4,6 +4,7 @@
 //! A catalog never fails as a whole because one spec is broken: every spec that can be
 //! used is used, and every problem is reported with its file and JSON pointer.
 
+pub mod compact;
 pub mod config;
 pub mod endpoint;
 pub mod fingerprint;
@@ -196,8 +197,8 @@ pub fn load_one(src: &SpecSource) -> Result<normalize::Normalized, Problem> {
     let path = src.path.clone();
     let id = src.id.clone();
     std::panic::catch_unwind(move || {
-        let parsed = source::read_document(&path)?;
-        let mut n = normalize::normalize(&path, &id, parsed.value)?;
+        let parsed = source::read_document_packed(&path)?;
+        let mut n = normalize::normalize(&path, &id, parsed.value, true)?;
         let mut warnings = parsed.warnings;
         warnings.append(&mut n.warnings);
         n.warnings = warnings;

@@ -5,9 +5,10 @@
 //! is dropped with a warning that names its JSON pointer; only a document that is not an
 //! OpenAPI document at all (or has no operations) is rejected.
 
+use super::compact;
 use super::endpoint::*;
 use super::problem::{push_pointer, Problem};
-use super::resolve::{DocId, Resolver};
+use super::resolve::{refs_stay_out_of_paths, DocId, Resolver};
 use super::swagger2;
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -77,8 +78,50 @@ pub fn family(path: &Path, root: &Value) -> Result<(Family, String), Problem> {
 }
 
 /// Normalizes one document. `id` is the API id the catalog gave it.
-pub fn normalize(path: &Path, id: &str, root: Value) -> Result<Normalized, Problem> {
+pub fn normalize(
+    path: &Path,
+    id: &str,
+    mut root: Value,
+    packed: bool,
+) -> Result<Normalized, Problem> {
     let (fam, spec_version) = family(path, &root)?;
+    // When nothing can point into `paths` (no `$ref` there, none to another file), the
+    // path items are taken out of the document and each is dropped once its endpoints are
+    // built: loading then peaks at the document or the endpoints, not at both together.
+    // Items read packed (`compact::pack`) are parsed one at a time, here or, when a
+    // reference may point into them, all at once.
+    let mut owned_paths = None;
+    if let Some(o) = root.as_object_mut() {
+        match o.shift_remove("paths") {
+            Some(Value::Object(paths)) => {
+                let consumable = o.values().all(refs_stay_out_of_paths)
+                    && paths.values().all(|item| {
+                        if packed {
+                            compact::packed_refs_stay_out_of_paths(item)
+                        } else {
+                            refs_stay_out_of_paths(item)
+                        }
+                    });
+                if consumable {
+                    owned_paths = Some(paths);
+                } else {
+                    let paths = if packed {
+                        paths
+                            .into_iter()
+                            .map(|(route, item)| (route, compact::unpack(&item)))
+                            .collect()
+                    } else {
+                        paths
+                    };
+                    o.insert("paths".into(), Value::Object(paths));
+                }
+            }
+            Some(other) => {
+                o.insert("paths".into(), other);
+            }
+            None => {}
+        }
+    }
     let mut res = Resolver::new(path, root);
     let root = res.root();
     let info = root.get("info");
@@ -106,25 +149,26 @@ pub fn normalize(path: &Path, id: &str, root: Value) -> Result<Normalized, Probl
     let schemes = security_schemes(&mut res, fam, &root);
     let global_security = root.get("security");
 
-    let Some(paths) = root.get("paths").and_then(Value::as_object) else {
+    let borrowed_paths = root.get("paths").and_then(Value::as_object);
+    if owned_paths.is_none() && borrowed_paths.is_none() {
         return Err(Problem::error(
             path,
             Some("#/paths".into()),
             "no paths: the spec declares no operations",
         ));
-    };
+    }
     let mut endpoints = Vec::new();
-    for (route, item) in paths {
+    let mut add_item = |res: &mut Resolver, route: &str, item: &Value| {
         let item_ptr = push_pointer("#/paths", route);
         if route.starts_with("x-") {
-            continue;
+            return;
         }
         let (item_doc, item) = match res.deref(0, item) {
             Ok(x) => x,
             Err(msg) => {
                 res.warnings
                     .push(Problem::warning(path, Some(item_ptr), msg));
-                continue;
+                return;
             }
         };
         let Some(item_map) = item.as_object() else {
@@ -133,7 +177,7 @@ pub fn normalize(path: &Path, id: &str, root: Value) -> Result<Normalized, Probl
                 Some(item_ptr),
                 "path item is not an object; skipped",
             ));
-            continue;
+            return;
         };
         let path_servers = item_map
             .get("servers")
@@ -160,7 +204,7 @@ pub fn normalize(path: &Path, id: &str, root: Value) -> Result<Normalized, Probl
                 ptr: &op_ptr,
                 root: &root,
             };
-            let mut ep = build_endpoint(&mut res, &ctx, &api, route, method);
+            let mut ep = build_endpoint(res, &ctx, &api, route, method);
             let sec = op_map.get("security").or(global_security);
             ep.security = security_requirements(sec, &schemes);
             ep.servers = match op_map.get("servers") {
@@ -169,6 +213,19 @@ pub fn normalize(path: &Path, id: &str, root: Value) -> Result<Normalized, Probl
                 _ => api.servers.clone(),
             };
             endpoints.push(ep);
+        }
+    };
+    match owned_paths {
+        Some(paths) => {
+            for (route, item) in paths {
+                let item = if packed { compact::unpack(&item) } else { item };
+                add_item(&mut res, &route, &item);
+            }
+        }
+        None => {
+            for (route, item) in borrowed_paths.into_iter().flatten() {
+                add_item(&mut res, route, item);
+            }
         }
     }
     if endpoints.is_empty() {
@@ -470,6 +527,9 @@ fn collect_parameters(
     } else {
         swagger2::request_body(res, ctx, swagger_body, BODY_BUDGET)
     };
+    // Most operations have a parameter or two; the room a growing vector leaves, a few
+    // hundred bytes each, adds up on specs of tens of thousands of operations.
+    params.shrink_to_fit();
     (params, body)
 }
 

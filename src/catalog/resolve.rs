@@ -276,6 +276,23 @@ fn at<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
 }
 
 /// The `$ref` string of a reference object, if it is one.
+/// Whether no `$ref` in `v` can lead into `#/paths`: every one is local (`#/...`) and
+/// plainly names somewhere else (no `paths` in it, no escapes that could spell it), so
+/// none can point back into the path items through another file either. When the whole
+/// document passes, normalizing may consume the path items as it goes.
+pub fn refs_stay_out_of_paths(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().all(|(k, v)| match (k.as_str(), v) {
+            ("$ref", Value::String(r)) => {
+                r.starts_with("#/") && !r.contains("paths") && !r.contains(['%', '\\'])
+            }
+            _ => refs_stay_out_of_paths(v),
+        }),
+        Value::Array(a) => a.iter().all(refs_stay_out_of_paths),
+        _ => true,
+    }
+}
+
 pub fn ref_of(v: &Value) -> Option<&str> {
     v.as_object()?.get("$ref")?.as_str()
 }

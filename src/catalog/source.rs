@@ -7,11 +7,11 @@ use std::path::Path;
 
 /// Specs larger than this are refused outright: nothing legitimate comes close (the largest
 /// real spec we know, Stripe's, is under 10 MB). A spec this size loads in about 2.5 s and
-/// 5 times its size in memory (`cargo bench --bench spec_load`).
+/// 2 to 4 times its size in memory (`cargo bench --bench spec_load`).
 pub const MAX_SPEC_BYTES: u64 = 64 * 1024 * 1024;
 
-/// YAML reads about three times slower than JSON (and takes 9 times its size in memory),
-/// so YAML specs have a lower limit that keeps the worst case under 5 s.
+/// YAML reads about three times slower than JSON (and takes 2 to 7 times its size in
+/// memory), so YAML specs have a lower limit that keeps the worst case under 5 s.
 pub const MAX_YAML_BYTES: usize = 32 * 1024 * 1024;
 
 /// The start of the message of a document nested too deeply (see [`parse_text`]).
@@ -26,6 +26,16 @@ pub struct Parsed {
 /// Reads and parses a spec file. Invalid UTF-8 is decoded lossily with a warning (one bad
 /// byte in a description should not cost a whole API); syntax errors are fatal.
 pub fn read_document(path: &Path) -> Result<Parsed, Problem> {
+    read_document_with(path, false)
+}
+
+/// [`read_document`] with the path items packed (`compact::pack`), as a catalog loads a
+/// spec.
+pub fn read_document_packed(path: &Path) -> Result<Parsed, Problem> {
+    read_document_with(path, true)
+}
+
+fn read_document_with(path: &Path, pack: bool) -> Result<Parsed, Problem> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Problem::error(path, None, format!("cannot read file: {e}")))?;
     if meta.is_dir() {
@@ -62,7 +72,7 @@ pub fn read_document(path: &Path) -> Result<Parsed, Problem> {
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };
-    let value = match parse_text(path, &text) {
+    let value = match parse_text_with(path, &text, pack) {
         Ok(v) => v,
         // Nothing a repair does changes the nesting or the size.
         Err(first) if first.message.starts_with(TOO_DEEP) || text.len() > MAX_YAML_BYTES => {
@@ -76,7 +86,7 @@ pub fn read_document(path: &Path) -> Result<Parsed, Problem> {
             if repaired == text {
                 return Err(first);
             }
-            let v = parse_text(path, &repaired).map_err(|_| first.clone())?;
+            let v = parse_text_with(path, &repaired, pack).map_err(|_| first.clone())?;
             warnings.push(Problem::warning(
                 path,
                 None,
@@ -119,10 +129,14 @@ fn repair(text: &str) -> String {
 /// without trying the other parser (retrying deep JSON as YAML is what once made a 1 MB
 /// file take two minutes).
 pub fn parse_text(path: &Path, text: &str) -> Result<Value, Problem> {
+    parse_text_with(path, text, false)
+}
+
+fn parse_text_with(path: &Path, text: &str, pack: bool) -> Result<Value, Problem> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let looks_json = text.trim_start().starts_with('{');
     if looks_json {
-        match serde_json::from_str::<Value>(text) {
+        match super::compact::from_json_str_with(text, pack) {
             Ok(v) => return Ok(v),
             Err(e) => {
                 let at = format!("line {}, column {}", e.line(), e.column());
@@ -134,7 +148,7 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Value, Problem> {
                 // report the JSON error if YAML cannot read it either (or says it is too
                 // deep, which is what a JSON reader cannot see behind a syntax error).
                 if text.len() <= MAX_YAML_BYTES {
-                    match yaml::parse(text) {
+                    match yaml::parse_with(text, pack) {
                         Ok(v) => return Ok(v),
                         Err(y) if y.too_deep => {
                             return Err(too_deep(
@@ -164,7 +178,7 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Value, Problem> {
             ),
         ));
     }
-    yaml::parse(text).map_err(|e| {
+    yaml::parse_with(text, pack).map_err(|e| {
         if e.too_deep {
             too_deep(path, &format!("line {}, column {}", e.line, e.column))
         } else {

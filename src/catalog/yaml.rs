@@ -105,6 +105,8 @@ struct Builder {
     copies: usize,
     budget: usize,
     root: Option<Value>,
+    /// Pack each path item (`compact::pack_paths`).
+    pack: bool,
 }
 
 impl Builder {
@@ -139,6 +141,18 @@ impl Builder {
     }
 
     fn add(&mut self, v: Value, nodes: usize, at: &Marker) -> Result<(), YamlError> {
+        // A path item (a value of the root's `paths`) is kept as its JSON text.
+        let v = match self.stack.as_slice() {
+            [Frame::Map {
+                key: Some(root_key),
+                ..
+            }, Frame::Map { key: Some(_), .. }]
+                if self.pack && root_key == "paths" =>
+            {
+                super::compact::pack(&v)
+            }
+            _ => v,
+        };
         match self.stack.last_mut() {
             None => {
                 self.root = Some(v);
@@ -184,6 +198,11 @@ impl Builder {
 /// Parses a YAML stream holding at most one document into JSON (an empty stream is
 /// `null`).
 pub fn parse(text: &str) -> Result<Value, YamlError> {
+    parse_with(text, false)
+}
+
+/// [`parse`], with the path items packed when `pack` (`compact::pack_paths`).
+pub fn parse_with(text: &str, pack: bool) -> Result<Value, YamlError> {
     let mut parser = Parser::new_from_str(text);
     let mut b = Builder {
         stack: Vec::new(),
@@ -191,6 +210,7 @@ pub fn parse(text: &str) -> Result<Value, YamlError> {
         copies: 0,
         budget: copy_budget(text.len()),
         root: None,
+        pack,
     };
     let mut documents = 0;
     while let Some(next) = parser.next_event() {
@@ -238,15 +258,20 @@ pub fn parse(text: &str) -> Result<Value, YamlError> {
                 &at,
             )?,
             Event::SequenceEnd | Event::MappingEnd => {
+                // Trimmed to their length: a spec is mostly small collections, and the
+                // spare room that growing leaves is most of its memory (`compact`).
                 let (v, nodes, anchor) = match b.stack.pop() {
                     Some(Frame::Seq {
-                        items,
+                        mut items,
                         anchor,
                         nodes,
-                    }) => (Value::Array(items), nodes, anchor),
+                    }) => {
+                        items.shrink_to_fit();
+                        (Value::Array(items), nodes, anchor)
+                    }
                     Some(Frame::Map {
                         map, anchor, nodes, ..
-                    }) => (Value::Object(map), nodes, anchor),
+                    }) => (Value::Object(super::compact::exact_map(map)), nodes, anchor),
                     None => return Err(YamlError::at("unbalanced collection end", &at)),
                 };
                 b.finish(v, nodes, anchor, &at)?;
@@ -269,14 +294,14 @@ fn scalar(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>) -> Value {
                 "float" => parse_float(&text).map(float_value),
                 _ => None,
             };
-            return typed.unwrap_or_else(|| Value::String(text.into_owned()));
+            return typed.unwrap_or_else(|| Value::String(owned(text)));
         }
         if !tag.handle.starts_with('!') {
-            return Value::String(text.into_owned());
+            return Value::String(owned(text));
         }
     }
     if style != ScalarStyle::Plain {
-        return Value::String(text.into_owned());
+        return Value::String(owned(text));
     }
     resolve_plain(text)
 }
@@ -296,7 +321,18 @@ fn resolve_plain(text: Cow<'_, str>) -> Value {
             return float_value(f);
         }
     }
-    Value::String(text.into_owned())
+    Value::String(owned(text))
+}
+
+/// The scalar's text as a string of its own length: the scanner reserves room for a long
+/// scalar in every one it reads, and a spec holds hundreds of thousands of short ones. A
+/// copy rather than a shrink in place, so the scanner's buffer is freed whole and reused
+/// for the next scalar instead of leaving a small hole behind each one.
+fn owned(text: Cow<'_, str>) -> String {
+    match text {
+        Cow::Owned(s) if s.capacity() > s.len() => s.as_str().to_owned(),
+        t => t.into_owned(),
+    }
 }
 
 /// JSON has no infinities or NaN; like the old loader, they become `null`.

@@ -11,6 +11,7 @@
 //! command line, and `docs/results.md` quotes the line that produced each row.
 
 use super::model::ModelArgs;
+use super::prepare::report_step;
 use anyhow::Context;
 use clap::Args;
 use shortlist::eval::report;
@@ -192,7 +193,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     for setting in args.settings() {
         let (report, e) = run_setting(&setting, &config, embedder, |m| {
-            tracing::info!("{}: {m}", setting.name)
+            report_step(&format!("{}: {m}", setting.name), m)
         })
         .with_context(|| format!("evaluating {}", setting.name))?;
         embedder = e;
@@ -227,7 +228,7 @@ fn run_suite(
 ) -> anyhow::Result<ExitCode> {
     let suite = Suite::load(path)?;
     let cut = args.cut.and_then(|c| c.0).unwrap_or(SUITE_CUT);
-    let (r, _) = run_suite_with(&suite, &config, cut, embedder, |m| tracing::info!("{m}"))?;
+    let (r, _) = run_suite_with(&suite, &config, cut, embedder, |m| report_step(m, m))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);

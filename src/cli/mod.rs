@@ -8,6 +8,7 @@ pub mod eval;
 pub mod index;
 pub mod install;
 pub mod model;
+pub mod prepare;
 pub mod search;
 pub mod serve;
 
@@ -43,11 +44,6 @@ impl CatalogArgs {
             anyhow::bail!("no catalog given: pass --config FILE or spec paths");
         }
         Ok(cfg)
-    }
-
-    /// The config file alone (no API required), for commands that only need its settings.
-    pub fn config_file(&self) -> anyhow::Result<Option<CatalogConfig>> {
-        self.config.as_deref().map(CatalogConfig::load).transpose()
     }
 
     /// The data folder: `--data-dir` (or `$SHORTLIST_DATA_DIR`), else the config's

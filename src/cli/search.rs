@@ -1,10 +1,18 @@
-//! `shortlist search`: rank the endpoints of an existing index for a query.
+//! `shortlist search`: rank a catalog's endpoints for a query.
+//!
+//! Given the catalog (a config or spec paths), the index is brought up to date first, as
+//! `serve` does: built on the first search, opened at once while the specs are unchanged.
+//! Given only `--data-dir`, the index found there is searched as it is.
 
 use super::model::ModelArgs;
+use super::prepare::prepare;
 use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
 use shortlist::index::catalog_index::EndpointIndex;
+use shortlist::index::doc_text::DocVariant;
+use shortlist::index::Embedder;
+use shortlist::shortlist::tables::Tables;
 use shortlist::shortlist::{Options, Retrieval, Shortlister};
 use std::process::ExitCode;
 
@@ -24,33 +32,44 @@ pub struct SearchArgs {
     /// Which retrievers rank the endpoints.
     #[arg(long, value_enum, default_value_t = Retrieval::default())]
     pub retrieval: Retrieval,
-    /// The catalog whose index to search (as given to `shortlist index`).
+    /// The catalog to search (as given to `shortlist index`); its index is built or
+    /// updated first when it is missing or out of date.
     #[command(flatten)]
     pub catalog: CatalogArgs,
+    /// Doc-text variant of the index (as given to `shortlist index`), when a catalog is
+    /// given.
+    #[arg(long, value_enum, default_value_t = DocVariant::default())]
+    pub variant: DocVariant,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
 pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let cfg = args.catalog.config_file()?;
-    let data_dir = args.catalog.data_dir(cfg.as_ref())?;
-    // The model loads (about half a second) while the index opens.
-    let (opened, embedder) = std::thread::scope(|s| {
-        let model = s.spawn(|| args.model.load(cfg.as_ref()));
-        let opened = open_index(&data_dir);
-        let embedder = model
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("loading the embedding model failed")));
-        (opened, embedder)
-    });
-    let (index, tables) = opened?;
-    let embedder = embedder?;
-    if !index.is_compatible(&embedder, index.manifest().doc_text_version) {
-        anyhow::bail!(
-            "the index in {} was built with another embedding model; run `shortlist index` again",
-            data_dir.display()
-        );
-    }
+    let (index, tables, embedder) = if args.catalog.config.is_some()
+        || !args.catalog.paths.is_empty()
+    {
+        let started = std::time::Instant::now();
+        let p = prepare(&args.catalog, &args.model, args.variant, true)?;
+        let tables = match p.tables {
+            Some(t) => t,
+            None => Shortlister::tables_of(&p.index)
+                .with_context(|| format!("cannot open the index in {}", p.data_dir.display()))?,
+        };
+        // A search on an unchanged catalog prints only its results.
+        if p.stats.embedded + p.stats.removed > 0 {
+            eprintln!(
+                "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
+                p.index.len(),
+                tables.apis.len(),
+                started.elapsed().as_secs_f64(),
+                p.stats.embedded,
+                p.stats.reused,
+            );
+        }
+        (p.index, tables, p.embedder)
+    } else {
+        open_existing(&args)?
+    };
     let options = Options {
         retrieval: args.retrieval,
         ..Options::default()
@@ -95,16 +114,37 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The index in `--data-dir` as it is (no catalog to compare it with), its ranking tables
+/// and the model, which loads (about half a second) while the index opens.
+fn open_existing(args: &SearchArgs) -> anyhow::Result<(EndpointIndex, Tables, Embedder)> {
+    let data_dir = args.catalog.data_dir(None)?;
+    let (opened, embedder) = std::thread::scope(|s| {
+        let model = s.spawn(|| args.model.load(None));
+        let opened = open_index(&data_dir);
+        let embedder = model
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("loading the embedding model failed")));
+        (opened, embedder)
+    });
+    let (index, tables) = opened?;
+    let embedder = embedder?;
+    if !index.is_compatible(&embedder, index.manifest().doc_text_version) {
+        anyhow::bail!(
+            "the index in {} was built with another embedding model; run `shortlist index` again",
+            data_dir.display()
+        );
+    }
+    Ok((index, tables, embedder))
+}
+
 /// The index in `data_dir` and its ranking tables.
-fn open_index(
-    data_dir: &std::path::Path,
-) -> anyhow::Result<(EndpointIndex, shortlist::shortlist::tables::Tables)> {
+fn open_index(data_dir: &std::path::Path) -> anyhow::Result<(EndpointIndex, Tables)> {
     let started = std::time::Instant::now();
     let index = EndpointIndex::open(data_dir)
         .with_context(|| format!("cannot open the index in {}", data_dir.display()))?
         .with_context(|| {
             format!(
-                "no index in {}: run `shortlist index` first",
+                "no index in {}: give the catalog (--config FILE or spec paths) to build it",
                 data_dir.display()
             )
         })?;

@@ -10,10 +10,7 @@ use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
-use shortlist::catalog::Catalog;
-use shortlist::index::catalog_index;
 use shortlist::index::doc_text::DocVariant;
-use shortlist::index::BuildStats;
 use shortlist::invoke::Invoker;
 use shortlist::server::{self, Expose, HttpOptions, ServerOptions, ServerState};
 use shortlist::shortlist::{Options, Shortlister};
@@ -127,19 +124,23 @@ impl server::CatalogSource for Source {
         }
     }
 
-    fn build(&self) -> anyhow::Result<(Shortlister, Catalog)> {
-        let cfg = self.catalog.config()?;
-        let data_dir = self.catalog.data_dir(Some(&cfg))?;
-        // A model of its own: the served one keeps answering queries meanwhile.
-        let embedder = self.model.load(Some(&cfg))?;
-        // Problems are reported as at start; a catalog left with no endpoint is an error,
-        // so the one served stays.
-        let catalog = self.catalog.load()?;
-        let (index, stats) =
-            catalog_index::build(&catalog, &data_dir, &embedder, self.variant, |_, _| {})
-                .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
-        let tables = Shortlister::tables_of(&index)
-            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+    fn build(&self) -> anyhow::Result<(Shortlister, shortlist::catalog::Catalog)> {
+        // A model of its own: the served one keeps answering queries meanwhile. Problems
+        // are reported as at start; a catalog left with no endpoint is an error, so the one
+        // served stays.
+        let super::prepare::Prepared {
+            data_dir,
+            index,
+            tables,
+            embedder,
+            catalog,
+            stats,
+        } = super::prepare::prepare(&self.catalog, &self.model, self.variant, true)?;
+        let tables = match tables {
+            Some(t) => t,
+            None => Shortlister::tables_of(&index)
+                .with_context(|| format!("cannot open the index in {}", data_dir.display()))?,
+        };
         tracing::info!(
             embedded = stats.embedded,
             reused = stats.reused,
@@ -185,47 +186,16 @@ pub fn load_state(
     trust_unchanged: bool,
 ) -> anyhow::Result<(Arc<ServerState>, String)> {
     let started = Instant::now();
-    let cfg = catalog_args.config()?;
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
-    let digest = shortlist::catalog::watch_digest(&cfg);
-    let data_dir = catalog_args.data_dir(Some(&cfg))?;
-    // The model loads (about half a second) while the index opens.
-    let (current, embedder) = std::thread::scope(|s| {
-        let loading = s.spawn(|| model.load(Some(&cfg)));
-        let current = shortlist::catalog::sources_digest(&cfg)
-            .filter(|_| trust_unchanged)
-            .and_then(|d| catalog_index::open_if_current(&data_dir, &d, variant))
-            .and_then(|index| Some((Shortlister::tables_of(&index).ok()?, index)));
-        let embedder = loading
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("loading the embedding model failed")));
-        (current, embedder)
-    });
-    let embedder = embedder?;
-    let current = current
-        .filter(|(_, index)| index.is_compatible(&embedder, catalog_index::text_version(variant)));
-    let (index, tables, catalog, stats) = match current {
-        Some((tables, index)) => {
-            let stats = BuildStats {
-                reused: index.len(),
-                ..BuildStats::default()
-            };
-            (index, Some(tables), Catalog::config_only(&cfg), stats)
-        }
-        None => {
-            let catalog = catalog_args.load()?;
-            let (index, stats) =
-                catalog_index::build(&catalog, &data_dir, &embedder, variant, |done, total| {
-                    // Nothing to embed is the common case (an unchanged catalog) and says
-                    // nothing.
-                    if total > 0 && done == 0 {
-                        eprintln!("shortlist: embedding {total} new or changed endpoint(s)…");
-                    }
-                })
-                .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;
-            (index, None, catalog, stats)
-        }
-    };
+    let digest = shortlist::catalog::watch_digest(&catalog_args.config()?);
+    let super::prepare::Prepared {
+        data_dir,
+        index,
+        tables,
+        embedder,
+        catalog,
+        stats,
+    } = super::prepare::prepare(catalog_args, model, variant, trust_unchanged)?;
     let tables = match tables {
         Some(t) => t,
         None => Shortlister::tables_of(&index)

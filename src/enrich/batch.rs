@@ -688,6 +688,7 @@ mod tests {
             std::path::Path::new("bakery.json"),
             "bakery",
             doc.clone(),
+            false,
         )
         .unwrap();
         n.endpoints

@@ -377,7 +377,8 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
             Err(e) => tracing::warn!("ignoring the unreadable previous enriched copy: {e}"),
         }
     }
-    let n = normalize(&src.original, &src.id, spec.doc.clone()).map_err(|p| p.to_string())?;
+    let n =
+        normalize(&src.original, &src.id, spec.doc.clone(), false).map_err(|p| p.to_string())?;
     let plans = n
         .endpoints
         .into_iter()
@@ -728,12 +729,13 @@ fn run_checks(
 
 /// The copy must load as the original does (same endpoints) before it replaces anything.
 fn check_and_write(work: &Work, target: &std::path::Path) -> Result<(), String> {
-    let reloaded = normalize(target, &work.source.id, work.spec.doc.clone()).map_err(|p| {
-        format!(
-            "{}: the enriched copy does not load ({p}); not written",
-            target.display()
-        )
-    })?;
+    let reloaded =
+        normalize(target, &work.source.id, work.spec.doc.clone(), false).map_err(|p| {
+            format!(
+                "{}: the enriched copy does not load ({p}); not written",
+                target.display()
+            )
+        })?;
     if reloaded.endpoints.len() != work.plans.len() {
         return Err(format!(
             "{}: the enriched copy has {} endpoints, the original {}; not written",

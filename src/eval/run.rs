@@ -181,7 +181,11 @@ pub struct SettingReport {
 }
 
 /// Runs one setting with a loaded model, which is handed back for the next setting.
-/// `progress(message)` reports the slow steps.
+/// `progress(message)` reports the slow steps; embedding, the slowest, starts with
+/// [`EMBEDDING`].
+/// The first word of the progress message that says how many endpoints are being embedded.
+pub const EMBEDDING: &str = "embedding";
+
 pub fn run_setting(
     setting: &Setting,
     config: &EvalConfig,
@@ -203,7 +207,12 @@ pub fn run_setting(
         catalog.endpoints.len(),
         dir.display()
     ));
-    let (index, _) = catalog_index::build(&catalog, &dir, &embedder, config.variant, |_, _| {})?;
+    let (index, _) =
+        catalog_index::build(&catalog, &dir, &embedder, config.variant, |done, total| {
+            if total > 0 && done == 0 {
+                progress(&format!("{EMBEDDING} {total} new or changed endpoint(s)…"));
+            }
+        })?;
     let shortlister = Shortlister::new(index, embedder, config.options.clone())?;
 
     let mut cases: Vec<Case> = Vec::new();

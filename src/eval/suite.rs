@@ -243,7 +243,13 @@ pub fn run_suite(
                 dataset: d.name.clone(),
                 source,
             };
-            let (r, e) = run_setting(s, &full, embedder, |_| {}).map_err(wrap)?;
+            // The first pass builds the dataset's index; the second reuses it.
+            let (r, e) = run_setting(s, &full, embedder, |m| {
+                if m.starts_with(super::run::EMBEDDING) {
+                    progress(m)
+                }
+            })
+            .map_err(wrap)?;
             seconds += r.ranking_seconds;
             endpoints = endpoints.max(r.endpoints);
             all.extend(r.queries);

@@ -46,9 +46,20 @@ pub fn fetch_hint(origin: Origin) -> String {
 /// The model every default path points at.
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
 
-/// The ONNX Runtime build `setup-models.sh` fetches; `ort` rc.15 needs 1.24 or newer, and
-/// 1.24.4 is the newest one measured not to write into `$HOME/.cache`.
-pub const DEFAULT_ORT_LIBRARY: &str = "libonnxruntime.so.1.24.4";
+/// The ONNX Runtime build `setup-models.sh` fetches, as its wheel for this platform names the
+/// library; `ort` rc.15 needs 1.24 or newer, and 1.24.4 is the newest one measured not to
+/// write into `$HOME/.cache`.
+pub const DEFAULT_ORT_LIBRARY: &str = ort_library_file(std::env::consts::OS);
+
+/// The file name of the ONNX Runtime 1.24.4 library on `os` (as `std::env::consts::OS`
+/// names it): the macOS wheel's `.dylib` puts the version before the suffix.
+pub const fn ort_library_file(os: &str) -> &'static str {
+    if matches!(os.as_bytes(), b"macos") {
+        "libonnxruntime.1.24.4.dylib"
+    } else {
+        "libonnxruntime.so.1.24.4"
+    }
+}
 
 /// Texts per ONNX Runtime call. Per-text cost is flat from about 8 to 64 on 2 cores (measured
 /// 8-10 ms per 63-token text, 1.3 ms per 9-token text); 32 keeps progress reports frequent.
@@ -157,7 +168,7 @@ pub struct EmbedderConfig {
     pub model_dir: PathBuf,
     /// Where `model_dir` came from.
     pub model_origin: Origin,
-    /// The ONNX Runtime shared library (`libonnxruntime.so.*`).
+    /// The ONNX Runtime shared library (`libonnxruntime.so.*`, `libonnxruntime.*.dylib`).
     pub ort_library: PathBuf,
     /// Where `ort_library` came from.
     pub ort_origin: Origin,
@@ -585,6 +596,35 @@ pub(crate) fn test_embedder() -> &'static Embedder {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_runtime_library_is_the_one_setup_models_installs_on_each_platform() {
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup-models.sh"),
+        )
+        .unwrap();
+        // Rows of `ort_rows`: "Linux-x86_64 TAG LIBRARY SHA256".
+        let rows: Vec<(&str, &str)> = script
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"')?.strip_suffix('"'))
+            .filter_map(|r| {
+                let f: Vec<&str> = r.split(' ').collect();
+                (f.len() == 4 && f[2].starts_with("libonnxruntime")).then(|| (f[0], f[2]))
+            })
+            .collect();
+        let platforms: Vec<&str> = rows.iter().map(|r| r.0).collect();
+        assert_eq!(platforms, ["Linux-x86_64", "Linux-aarch64", "Darwin-arm64"]);
+        for (platform, library) in rows {
+            let os = if platform.starts_with("Darwin") {
+                "macos"
+            } else {
+                "linux"
+            };
+            assert_eq!(ort_library_file(os), library, "{platform}");
+        }
+        assert_eq!(DEFAULT_ORT_LIBRARY, ort_library_file(std::env::consts::OS));
+        assert!(ort_library_file("macos").ends_with(".dylib"));
+    }
+
     use super::*;
     use sha2::{Digest, Sha256};
     use std::collections::HashMap;
