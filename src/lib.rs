@@ -4,6 +4,7 @@
 //! Data flows one way: [`catalog`] (load and normalize OpenAPI) -> [`index`] (doc text,
 //! embeddings, persistence) -> [`shortlist`] (rank endpoints for a query) -> server -> invoke.
 
+pub mod auth;
 pub mod catalog;
 pub mod console;
 pub mod enrich;
