@@ -14,4 +14,5 @@ pub mod invoke;
 pub mod places;
 pub mod server;
 pub mod shortlist;
+pub mod store;
 pub mod text;
