@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod catalog;
 pub mod console;
+pub mod credentials;
 pub mod enrich;
 pub mod eval;
 pub mod index;
