@@ -11,12 +11,16 @@
 // every other one RS256. Keys are generated at start, so a restart on the same port is a
 // key rotation (new `kid`s under the same issuer).
 //
+// The client `shortlist-server` may also use the token exchange grant (RFC 8693): it trades
+// a person's access token from this provider (`subject_token`) for one with the requested
+// `audience`, the same `sub` and `act: {sub: "shortlist-server"}`, signed RS256.
+//
 // Test-only: POST /test/sign {"claims": {...}, "forge": false} answers a JWT signed with
 // the provider's own RS256 key (or, with "forge": true, with a throwaway key under the
 // same `kid`), for the expired, not-yet-valid and forged cases no grant produces.
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -39,6 +43,10 @@ const users = new Map(
     }),
 );
 users.set('es256-client', ['eng']);
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const exchangers = new Set(['shortlist-server']);
+users.set('shortlist-server', []);
 
 const scopes = 'mcp mcp:admin openid';
 
@@ -61,6 +69,26 @@ function signRs256(claims, privateKey, kid) {
   return `${input}.${sig}`;
 }
 
+// The claims of a JWT signed by one of this provider's keys and not expired, else null.
+function verifyOwn(token, issuer) {
+  const [h, p, sig] = token.split('.');
+  if (!sig) return null;
+  try {
+    const header = JSON.parse(Buffer.from(h, 'base64url'));
+    const claims = JSON.parse(Buffer.from(p, 'base64url'));
+    const key = { [rsa.jwk.kid]: rsa, [ec.jwk.kid]: ec }[header.kid];
+    if (!key) return null;
+    const pub = crypto.createPublicKey(key.privateKey);
+    const ok = crypto.verify('sha256', Buffer.from(`${h}.${p}`),
+      header.alg === 'ES256' ? { key: pub, dsaEncoding: 'ieee-p1363' } : pub,
+      Buffer.from(sig, 'base64url'));
+    const now = Math.floor(Date.now() / 1000);
+    return ok && claims.iss === issuer && claims.exp > now ? claims : null;
+  } catch {
+    return null;
+  }
+}
+
 const server = http.createServer();
 server.listen(port, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
@@ -68,7 +96,7 @@ server.listen(port, '127.0.0.1', () => {
     clients: [...users.keys()].map((id) => ({
       client_id: id,
       client_secret: `${id}-secret`,
-      grant_types: ['client_credentials'],
+      grant_types: exchangers.has(id) ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
       redirect_uris: [],
       response_types: [],
       scope: scopes,
@@ -94,6 +122,26 @@ server.listen(port, '127.0.0.1', () => {
     },
     extraTokenClaims: (ctx, token) => ({ groups: users.get(token.clientId) ?? [] }),
   });
+  // RFC 8693: verify the subject token with this provider's own keys, then mint.
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { subject_token: subject, subject_token_type: type, audience: aud, scope } = ctx.oidc.params;
+    if (type !== ACCESS_TOKEN_TYPE) throw new errors.InvalidRequest('unsupported subject_token_type');
+    if (!aud) throw new errors.InvalidTarget('audience is required');
+    const claims = verifyOwn(subject ?? '', issuer);
+    if (!claims) throw new errors.InvalidGrant('subject_token is not a valid access token of this issuer');
+    const now = Math.floor(Date.now() / 1000);
+    ctx.body = {
+      access_token: signRs256({
+        iss: issuer, sub: claims.sub, aud, iat: now, exp: now + 300, jti: crypto.randomUUID(),
+        scope: scope ?? claims.scope, groups: claims.groups ?? [],
+        client_id: ctx.oidc.client.clientId, act: { sub: ctx.oidc.client.clientId },
+      }, rsa.privateKey, rsa.jwk.kid),
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: 'Bearer',
+      expires_in: 300,
+    };
+  }, ['subject_token', 'subject_token_type', 'audience', 'scope', 'requested_token_type']);
+
   provider.on('server_error', (ctx, err) => console.error('provider.mjs: server_error', err));
 
   provider.use(async (ctx, next) => {
