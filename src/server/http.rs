@@ -30,16 +30,19 @@ pub struct HttpOptions {
     pub auth_token: Option<String>,
     /// Extra `Host` names to accept besides loopback ones (a server behind a name).
     pub allowed_hosts: Vec<String>,
+    /// OAuth access tokens checked on `/mcp` and the legacy SSE routes (the `[auth]`
+    /// table); the static token then guards the console only.
+    pub oauth: Option<Arc<crate::auth::Verifier>>,
 }
 
 impl HttpOptions {
     /// Refuses to serve off loopback without a token: anyone on the network could
     /// otherwise call the configured APIs with the server's credentials.
     pub fn check(&self) -> anyhow::Result<()> {
-        if !self.addr.ip().is_loopback() && self.auth_token.is_none() {
+        if !self.addr.ip().is_loopback() && self.auth_token.is_none() && self.oauth.is_none() {
             anyhow::bail!(
                 "refusing to listen on {} without authentication: use a loopback address \
-                 (127.0.0.1) or pass --auth-token-env VAR",
+                 (127.0.0.1), pass --auth-token-env VAR or configure an [auth] table",
                 self.addr
             );
         }
@@ -93,15 +96,31 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
             require_origin,
         ))
         .merge(legacy);
-    let app = if opts.auth_token.is_some() {
-        app.layer(axum::middleware::from_fn_with_state(
+    let app = match (&opts.oauth, &opts.auth_token) {
+        (Some(verifier), _) => app
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(verifier),
+                crate::auth::require_access_token,
+            ))
+            .merge(crate::auth::metadata::routes(Arc::clone(verifier)).layer(
+                axum::middleware::from_fn_with_state(guard.clone(), require_host),
+            )),
+        (None, Some(_)) => app.layer(axum::middleware::from_fn_with_state(
             guard.clone(),
             require_token,
-        ))
-    } else {
-        app
+        )),
+        (None, None) => app,
     };
-    app.merge(console_routes(state_for_console, &guard))
+    let console = console_routes(state_for_console, &guard);
+    // With OAuth and no static token, the console takes access tokens too, never nothing.
+    let console = match (&opts.oauth, &opts.auth_token) {
+        (Some(verifier), None) => console.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(verifier),
+            crate::auth::require_access_token,
+        )),
+        _ => console,
+    };
+    app.merge(console)
 }
 
 /// The console's pages under `/console`, behind the `Host` and `Origin` checks and, when

@@ -1,0 +1,373 @@
+//! The issuer's signing keys: found through its discovery document, fetched, cached, and
+//! fetched again when a token names a key the cache does not hold (a key rotation).
+//!
+//! Refetches for unknown `kid`s are rate-limited: otherwise anyone could make the server
+//! hit the identity provider once per request by sending tokens with made-up key ids.
+//! Tokens with known keys never wait on a fetch.
+
+use jsonwebtoken::jwk::{Jwk, KeyAlgorithm};
+use jsonwebtoken::{Algorithm, DecodingKey};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// How long a fetched key set is trusted before it is fetched again on the next token.
+const MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// Time allowed for one discovery or JWKS request.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One usable verification key.
+#[derive(Clone)]
+pub struct Key {
+    pub decoding: DecodingKey,
+    /// The algorithm the key is published for (`alg`), when the JWK says.
+    pub alg: Option<Algorithm>,
+}
+
+/// Why no key could be found for a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    /// The key set holds no key with this id (after a refetch, or with one refused by the
+    /// rate limit).
+    Unknown(String),
+    /// The issuer's keys could not be fetched at all: the server cannot check any token.
+    Unavailable(String),
+}
+
+#[derive(Default)]
+struct KeySet {
+    by_kid: HashMap<String, Key>,
+    /// Keys without a `kid`, usable only by tokens without one.
+    anonymous: Vec<Key>,
+    fetched_at: Option<Instant>,
+}
+
+struct FetchState {
+    jwks_uri: Option<String>,
+    last_attempt: Option<Instant>,
+    fetches: u64,
+}
+
+/// The issuer's key cache.
+pub struct Jwks {
+    issuer: String,
+    http: reqwest::Client,
+    min_refetch: Duration,
+    keys: RwLock<Arc<KeySet>>,
+    fetch: tokio::sync::Mutex<FetchState>,
+}
+
+impl Jwks {
+    pub fn new(issuer: &str, min_refetch: Duration) -> anyhow::Result<Jwks> {
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client for the issuer: {e}"))?;
+        Ok(Jwks {
+            issuer: issuer.trim_end_matches('/').to_string(),
+            http,
+            min_refetch,
+            keys: RwLock::new(Arc::new(KeySet::default())),
+            fetch: tokio::sync::Mutex::new(FetchState {
+                jwks_uri: None,
+                last_attempt: None,
+                fetches: 0,
+            }),
+        })
+    }
+
+    /// How many times the key set was fetched (tests, diagnostics).
+    pub async fn fetch_count(&self) -> u64 {
+        self.fetch.lock().await.fetches
+    }
+
+    fn snapshot(&self) -> Arc<KeySet> {
+        match self.keys.read() {
+            Ok(k) => Arc::clone(&k),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    fn lookup(set: &KeySet, kid: Option<&str>) -> Option<Key> {
+        match kid {
+            Some(k) => set.by_kid.get(k).cloned(),
+            None if set.anonymous.len() + set.by_kid.len() == 1 => set
+                .anonymous
+                .first()
+                .or_else(|| set.by_kid.values().next())
+                .cloned(),
+            None => None,
+        }
+    }
+
+    /// The key for a token's `kid`, fetching the key set when it is unknown or old.
+    pub async fn key(&self, kid: Option<&str>) -> Result<Key, KeyError> {
+        let set = self.snapshot();
+        let fresh = set.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
+        if let (true, Some(k)) = (fresh, Self::lookup(&set, kid)) {
+            return Ok(k);
+        }
+        let mut state = self.fetch.lock().await;
+        // Another request may have fetched while this one waited.
+        let set = self.snapshot();
+        let fresh = set.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
+        if let (true, Some(k)) = (fresh, Self::lookup(&set, kid)) {
+            return Ok(k);
+        }
+        let limited = state
+            .last_attempt
+            .is_some_and(|t| t.elapsed() < self.min_refetch);
+        if !limited {
+            state.last_attempt = Some(Instant::now());
+            state.fetches += 1;
+            match self.fetch_keys(&mut state).await {
+                Ok(new) => {
+                    tracing::info!(keys = new.by_kid.len() + new.anonymous.len(), issuer = %self.issuer, "fetched the issuer's signing keys");
+                    let new = Arc::new(new);
+                    match self.keys.write() {
+                        Ok(mut k) => *k = Arc::clone(&new),
+                        Err(poisoned) => *poisoned.into_inner() = Arc::clone(&new),
+                    }
+                    return Self::lookup(&new, kid).ok_or_else(|| unknown(kid));
+                }
+                Err(e) => {
+                    tracing::warn!(issuer = %self.issuer, error = %e, "cannot fetch the issuer's signing keys");
+                    if set.fetched_at.is_none() {
+                        return Err(KeyError::Unavailable(e));
+                    }
+                }
+            }
+        } else if set.fetched_at.is_none() {
+            return Err(KeyError::Unavailable(
+                "the issuer's signing keys could not be fetched; retrying shortly".into(),
+            ));
+        }
+        // A stale set still answers for the keys it holds until a fetch succeeds.
+        Self::lookup(&set, kid).ok_or_else(|| unknown(kid))
+    }
+
+    async fn fetch_keys(&self, state: &mut FetchState) -> Result<KeySet, String> {
+        let uri = match &state.jwks_uri {
+            Some(u) => u.clone(),
+            None => {
+                let u = self.discover().await?;
+                state.jwks_uri = Some(u.clone());
+                u
+            }
+        };
+        let doc = self.get_json(&uri).await?;
+        parse_key_set(&doc).map_err(|e| format!("{uri}: {e}"))
+    }
+
+    /// The `jwks_uri` from the issuer's OpenID discovery document, or from its OAuth
+    /// authorization server metadata (RFC 8414) when it has no OpenID document.
+    async fn discover(&self) -> Result<String, String> {
+        let openid = format!("{}/.well-known/openid-configuration", self.issuer);
+        let doc = match self.get_json(&openid).await {
+            Ok(d) => d,
+            Err(first) => {
+                let url = url::Url::parse(&self.issuer).map_err(|e| e.to_string())?;
+                let rfc8414 = format!(
+                    "{}/.well-known/oauth-authorization-server{}",
+                    url.origin().ascii_serialization(),
+                    url.path().trim_end_matches('/')
+                );
+                self.get_json(&rfc8414)
+                    .await
+                    .map_err(|second| format!("{first}; {second}"))?
+            }
+        };
+        let named = doc.get("issuer").and_then(|v| v.as_str()).unwrap_or("");
+        if named.trim_end_matches('/') != self.issuer {
+            // Mix-up protection: the document must be the configured issuer's own.
+            return Err(format!(
+                "the discovery document names issuer '{named}', not '{}'",
+                self.issuer
+            ));
+        }
+        doc.get("jwks_uri")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| "the discovery document has no jwks_uri".to_string())
+    }
+
+    async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {
+        let res = self
+            .http
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {}", without_url(&e)))?;
+        if !res.status().is_success() {
+            return Err(format!("{url}: HTTP {}", res.status().as_u16()));
+        }
+        res.json()
+            .await
+            .map_err(|e| format!("{url}: not JSON: {}", without_url(&e)))
+    }
+}
+
+fn unknown(kid: Option<&str>) -> KeyError {
+    KeyError::Unknown(kid.unwrap_or("(none)").to_string())
+}
+
+fn without_url(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    if let Some(u) = e.url() {
+        s = s.replace(&format!(" for url ({u})"), "");
+    }
+    s
+}
+
+/// The signing keys of a JWKS document. Keys that cannot verify signatures here
+/// (encryption keys, unknown key types) are skipped, not fatal: identity providers publish
+/// such keys beside their signing keys.
+fn parse_key_set(doc: &serde_json::Value) -> Result<KeySet, String> {
+    let keys = doc
+        .get("keys")
+        .and_then(|k| k.as_array())
+        .ok_or("no 'keys' array")?;
+    let mut set = KeySet {
+        fetched_at: Some(Instant::now()),
+        ..Default::default()
+    };
+    for raw in keys {
+        if raw.get("use").and_then(|u| u.as_str()) == Some("enc") {
+            continue;
+        }
+        let Ok(jwk) = serde_json::from_value::<Jwk>(raw.clone()) else {
+            tracing::debug!("skipping a JWK of a kind this server does not verify with");
+            continue;
+        };
+        let Ok(decoding) = DecodingKey::from_jwk(&jwk) else {
+            continue;
+        };
+        let alg = jwk.common.key_algorithm.and_then(signing_alg);
+        let key = Key { decoding, alg };
+        match jwk.common.key_id {
+            Some(kid) => {
+                set.by_kid.insert(kid, key);
+            }
+            None => set.anonymous.push(key),
+        }
+    }
+    Ok(set)
+}
+
+fn signing_alg(a: KeyAlgorithm) -> Option<Algorithm> {
+    Some(match a {
+        KeyAlgorithm::RS256 => Algorithm::RS256,
+        KeyAlgorithm::RS384 => Algorithm::RS384,
+        KeyAlgorithm::RS512 => Algorithm::RS512,
+        KeyAlgorithm::PS256 => Algorithm::PS256,
+        KeyAlgorithm::PS384 => Algorithm::PS384,
+        KeyAlgorithm::PS512 => Algorithm::PS512,
+        KeyAlgorithm::ES256 => Algorithm::ES256,
+        KeyAlgorithm::ES384 => Algorithm::ES384,
+        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+        KeyAlgorithm::HS256 => Algorithm::HS256,
+        KeyAlgorithm::HS384 => Algorithm::HS384,
+        KeyAlgorithm::HS512 => Algorithm::HS512,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An issuer on loopback whose JWKS holds one key under `kid` and counts the fetches.
+    async fn issuer(kid: &'static str) -> (String, Arc<AtomicU64>) {
+        let hits = Arc::new(AtomicU64::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (b, h) = (base.clone(), Arc::clone(&hits));
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                axum::routing::get(move || {
+                    let b = b.clone();
+                    async move {
+                        axum::Json(serde_json::json!({"issuer": b, "jwks_uri": format!("{b}/jwks")}))
+                    }
+                }),
+            )
+            .route(
+                "/jwks",
+                axum::routing::get(move || {
+                    h.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        // An RSA public key (the RFC 7517 appendix A.1 example), an
+                        // encryption key and a key type this server does not know.
+                        axum::Json(serde_json::json!({"keys": [
+                            {"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig", "e": "AQAB",
+                             "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"},
+                            {"kty": "RSA", "kid": "enc-1", "use": "enc", "e": "AQAB", "n": "AQAB"},
+                            {"kty": "XYZ", "kid": "odd"}
+                        ]}))
+                    }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, hits)
+    }
+
+    #[tokio::test]
+    async fn known_keys_are_cached_and_unknown_kids_refetch_at_most_once_per_interval() {
+        let (base, hits) = issuer("k1").await;
+        let jwks = Jwks::new(&base, Duration::from_millis(300)).unwrap();
+        assert!(jwks.key(Some("k1")).await.is_ok());
+        assert!(jwks.key(Some("k1")).await.is_ok());
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            1,
+            "a known key is served from the cache"
+        );
+        assert!(matches!(
+            jwks.key(Some("enc-1")).await,
+            Err(KeyError::Unknown(_))
+        ));
+        assert!(matches!(
+            jwks.key(Some("odd")).await,
+            Err(KeyError::Unknown(_))
+        ));
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            1,
+            "refetches within the interval are refused"
+        );
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        assert!(matches!(
+            jwks.key(Some("nope")).await,
+            Err(KeyError::Unknown(_))
+        ));
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            2,
+            "an unknown kid refetches after the interval"
+        );
+        assert!(
+            jwks.key(None).await.is_ok(),
+            "a token without kid uses the only key"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_or_mismatched_issuer_is_unavailable() {
+        let jwks = Jwks::new("http://127.0.0.1:9", Duration::from_secs(60)).unwrap();
+        match jwks.key(Some("k1")).await {
+            Err(KeyError::Unavailable(m)) => assert!(m.contains("127.0.0.1:9"), "{m}"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        let (base, _) = issuer("k1").await;
+        let jwks = Jwks::new(&format!("{base}/other"), Duration::from_secs(60)).unwrap();
+        assert!(matches!(
+            jwks.key(Some("k1")).await,
+            Err(KeyError::Unavailable(_))
+        ));
+    }
+}

@@ -1,0 +1,29 @@
+//! Upstream credentials obtained at run time rather than read from the environment.
+//!
+//! - [`client_credentials`]: an API's own token from an OAuth authorization server (the
+//!   client credentials grant, for machine-to-machine APIs).
+//! - [`token_exchange`]: a person's token for an API behind the organisation's identity
+//!   provider, exchanged for their MCP access token (RFC 8693, on behalf of the caller).
+//!
+//! Both cache tokens until shortly before they expire. This module knows nothing of MCP: it
+//! speaks OAuth to token endpoints.
+
+pub mod client_credentials;
+pub mod token_endpoint;
+pub mod token_exchange;
+
+pub use client_credentials::ClientCredentials;
+pub use token_exchange::TokenExchange;
+
+/// Why no token could be had. Never carries a client secret or a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialError {
+    #[error("cannot reach the token endpoint {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("the token endpoint {url} refused the request of client '{client_id}': {reason}")]
+    Refused {
+        url: String,
+        client_id: String,
+        reason: String,
+    },
+}

@@ -1,0 +1,415 @@
+//! The state store against real databases: a SQLite file and a throwaway PostgreSQL
+//! cluster (Debian's package, started by the test on 127.0.0.1). Both run the same
+//! scenario; each also opens a store an older schema left, and shows that a failure in the
+//! middle of a two-write operation leaves nothing half-written.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use shortlist::store::postgres::PostgresBackend;
+use shortlist::store::sqlite::SqliteBackend;
+use shortlist::store::{
+    AuditEntry, Location, PendingConsent, SealedToken, Sealer, Store, StoreError, UpstreamToken,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+fn sealer() -> Option<Sealer> {
+    Some(Sealer::from_text(KEY).expect("key"))
+}
+
+fn token(access: &str) -> UpstreamToken {
+    UpstreamToken {
+        access_token: access.into(),
+        refresh_token: Some(format!("{access}-refresh")),
+        expires_at: Some(shortlist::store::now() + 3600),
+        scope: "repo read:org".into(),
+    }
+}
+
+fn consent(state: &str, sub: &str, api: &str, ttl: i64) -> PendingConsent {
+    let now = shortlist::store::now();
+    PendingConsent {
+        state: state.into(),
+        sub: sub.into(),
+        api: api.into(),
+        pkce_verifier: format!("verifier-of-{state}"),
+        created_at: now,
+        expires_at: now + ttl,
+    }
+}
+
+/// What every backend must do.
+async fn exercise(store: &Store) {
+    // Tokens: per person and API, sealed at rest, bound to their row.
+    store
+        .put_token("alice", "gh", &token("alice-at"))
+        .await
+        .unwrap();
+    store
+        .put_token("bob", "gh", &token("bob-at"))
+        .await
+        .unwrap();
+    store
+        .put_token("alice", "jira", &token("alice-jira"))
+        .await
+        .unwrap();
+    let a = store.token("alice", "gh").await.unwrap().unwrap();
+    assert_eq!(a.access_token, "alice-at");
+    assert_eq!(a.refresh_token.as_deref(), Some("alice-at-refresh"));
+    assert_eq!(a.scope, "repo read:org");
+    assert_eq!(
+        store
+            .token("bob", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "bob-at"
+    );
+    assert_eq!(store.token("carol", "gh").await.unwrap(), None);
+    let raw = store.backend().token("alice", "gh").await.unwrap().unwrap();
+    assert!(
+        !raw.sealed.windows(8).any(|w| w == b"alice-at"),
+        "sealed at rest"
+    );
+    assert_eq!(
+        store
+            .token_apis("alice")
+            .await
+            .unwrap()
+            .iter()
+            .map(|(a, _)| a.as_str())
+            .collect::<Vec<_>>(),
+        ["gh", "jira"]
+    );
+    // Bob's sealed token copied into Alice's row does not open as hers.
+    let bobs = store.backend().token("bob", "gh").await.unwrap().unwrap();
+    store
+        .backend()
+        .put_token(SealedToken {
+            sub: "alice".into(),
+            ..bobs
+        })
+        .await
+        .unwrap();
+    let e = store.token("alice", "gh").await.unwrap_err();
+    assert!(matches!(e, StoreError::Key(_)), "{e}");
+    // Replacing and revoking.
+    store
+        .put_token("alice", "gh", &token("alice-at-2"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "alice-at-2"
+    );
+    assert!(store.delete_token("alice", "gh").await.unwrap());
+    assert!(!store.delete_token("alice", "gh").await.unwrap());
+    assert_eq!(store.token("alice", "gh").await.unwrap(), None);
+
+    // Consents: found by state, completed once, expired ones gone.
+    store
+        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .await
+        .unwrap();
+    let c = store.consent("st-1").await.unwrap().unwrap();
+    assert_eq!(
+        (c.sub.as_str(), c.pkce_verifier.as_str()),
+        ("alice", "verifier-of-st-1")
+    );
+    assert!(store
+        .complete_consent("st-1", &token("from-consent"))
+        .await
+        .unwrap());
+    assert_eq!(store.consent("st-1").await.unwrap(), None);
+    assert!(
+        !store
+            .complete_consent("st-1", &token("again"))
+            .await
+            .unwrap(),
+        "used once"
+    );
+    assert_eq!(
+        store
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "from-consent"
+    );
+    store
+        .put_consent(&consent("st-old", "bob", "gh", -1))
+        .await
+        .unwrap();
+    assert_eq!(store.consent("st-old").await.unwrap(), None, "expired");
+    assert!(!store
+        .complete_consent("st-old", &token("late"))
+        .await
+        .unwrap());
+    assert_eq!(store.expire_consents().await.unwrap(), 1);
+
+    // Audit: newest first, per person or all.
+    for (i, (sub, status)) in [("alice", 200u16), ("bob", 404), ("alice", 0)]
+        .iter()
+        .enumerate()
+    {
+        store
+            .record_call(&AuditEntry {
+                at_ms: 1_000 + i as i64,
+                sub: sub.to_string(),
+                api: "gh".into(),
+                endpoint: "gh__list_repos".into(),
+                status: *status,
+                latency_ms: 12 + i as u32,
+            })
+            .await
+            .unwrap();
+    }
+    let mine = store.audit(Some("alice"), 10).await.unwrap();
+    assert_eq!(mine.iter().map(|e| e.status).collect::<Vec<_>>(), [0, 200]);
+    assert_eq!(store.audit(None, 2).await.unwrap().len(), 2);
+    assert_eq!(store.audit(None, 10).await.unwrap()[0].latency_ms, 14);
+
+    // Without a key: the audit log works, secrets are refused with the fix.
+    let keyless = Store::with_backend(Arc::clone(store.backend()), None);
+    let e = keyless
+        .put_token("alice", "x", &token("t"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("SHORTLIST_STATE_KEY"), "{e}");
+    assert!(keyless.token("bob", "gh").await.is_err());
+}
+
+#[tokio::test]
+async fn sqlite_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = Location::parse(None, &dir.path().join("data"));
+    let store = Store::open(&loc, sealer()).await.unwrap();
+    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    exercise(&store).await;
+    drop(store);
+    // Reopened: the data is still there.
+    let store = Store::open(&loc, sealer()).await.unwrap();
+    assert_eq!(
+        store
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "from-consent"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_store_written_by_an_older_schema_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.sqlite3");
+    let old = Store::with_backend(
+        Arc::new(SqliteBackend::open_at(&path, 1).await.unwrap()),
+        sealer(),
+    );
+    assert_eq!(old.backend().schema_version().await.unwrap(), 1);
+    old.put_token("alice", "gh", &token("kept")).await.unwrap();
+    drop(old);
+    let store = Store::open(&Location::Sqlite(path.clone()), sealer())
+        .await
+        .unwrap();
+    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    assert_eq!(
+        store
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "kept"
+    );
+    drop(store);
+    // A store from a newer shortlist is refused, not guessed at.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)", [])
+        .unwrap();
+    drop(c);
+    let e = Store::open(&Location::Sqlite(path), sealer())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("newer than this shortlist knows"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_failure_between_two_writes_leaves_nothing_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite3");
+    let store = Store::open(&Location::Sqlite(path.clone()), sealer())
+        .await
+        .unwrap();
+    store
+        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .await
+        .unwrap();
+    // The second write of completing a consent (storing the token) fails, as a full disk
+    // or an I/O error would make it, after the first (removing the consent) succeeded.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(
+        "CREATE TRIGGER fail_token BEFORE INSERT ON upstream_tokens
+         BEGIN SELECT RAISE(ABORT, 'disk I/O error (simulated)'); END;",
+    )
+    .unwrap();
+    let e = store
+        .complete_consent("st-1", &token("t"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("disk I/O error (simulated)"), "{e}");
+    assert!(
+        store.consent("st-1").await.unwrap().is_some(),
+        "the consent is still pending"
+    );
+    assert_eq!(store.token("alice", "gh").await.unwrap(), None);
+    c.execute_batch("DROP TRIGGER fail_token").unwrap();
+    assert!(
+        store.complete_consent("st-1", &token("t")).await.unwrap(),
+        "and can complete later"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store() {
+    let mut pg = tokio::task::spawn_blocking(postgres::Postgres::start)
+        .await
+        .unwrap();
+
+    // The shared scenario.
+    let url = pg.database("scenario");
+    let store = Store::open(&Location::Postgres(url.clone()), sealer())
+        .await
+        .unwrap();
+    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    assert!(!store.backend().describe().contains("password"));
+    exercise(&store).await;
+
+    // Written by an older schema: opens and upgrades, data kept; a newer one is refused.
+    let old_url = pg.database("old");
+    let old = Store::with_backend(
+        Arc::new(PostgresBackend::open_at(&old_url, 1).await.unwrap()),
+        sealer(),
+    );
+    assert_eq!(old.backend().schema_version().await.unwrap(), 1);
+    old.put_token("alice", "gh", &token("kept")).await.unwrap();
+    drop(old);
+    let upgraded = Store::open(&Location::Postgres(old_url.clone()), sealer())
+        .await
+        .unwrap();
+    assert_eq!(upgraded.backend().schema_version().await.unwrap(), 2);
+    assert_eq!(
+        upgraded
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "kept"
+    );
+    let (raw, conn) = tokio_postgres::connect(&old_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    raw.execute(
+        "INSERT INTO schema_migrations VALUES (99, 'future', 0)",
+        &[],
+    )
+    .await
+    .unwrap();
+    let e = Store::open(&Location::Postgres(old_url), sealer())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("newer than this shortlist knows"),
+        "{e}"
+    );
+
+    // The database goes away in the middle of completing a consent: after the consent was
+    // removed inside the transaction, before the token was stored.
+    let url = pg.database("away");
+    let store = Arc::new(
+        Store::open(&Location::Postgres(url.clone()), sealer())
+            .await
+            .unwrap(),
+    );
+    store
+        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .await
+        .unwrap();
+    let (locker, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    locker
+        .batch_execute("BEGIN; LOCK TABLE upstream_tokens IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let op = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.complete_consent("st-1", &token("t")).await })
+    };
+    // Wait until the operation is blocked on the token table, i.e. mid-transaction.
+    let mut waiting = 0;
+    for _ in 0..100 {
+        waiting = locker
+            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0);
+        if waiting > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(waiting > 0, "the operation never reached its second write");
+    tokio::task::block_in_place(|| pg.kill());
+    let e = tokio::time::timeout(Duration::from_secs(20), op)
+        .await
+        .expect("the call fails promptly")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
+    assert!(e.to_string().contains("PostgreSQL"), "readable: {e}");
+    // While it is away, calls fail readably.
+    let e = store.token("alice", "gh").await.unwrap_err();
+    assert!(e.to_string().contains("unavailable"), "{e}");
+    // Back: nothing was half-written, and the same store serves again.
+    tokio::task::block_in_place(|| pg.resume());
+    assert!(
+        store.consent("st-1").await.unwrap().is_some(),
+        "the consent is still pending"
+    );
+    assert_eq!(
+        store.token("alice", "gh").await.unwrap(),
+        None,
+        "no token was stored"
+    );
+    assert!(store.complete_consent("st-1", &token("t")).await.unwrap());
+    assert_eq!(
+        store
+            .token("alice", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "t"
+    );
+}

@@ -1,0 +1,239 @@
+//! The HTTP server as an OAuth 2.1 resource server, against a real OpenID provider
+//! (`oidc-provider` on Node, tests/oidc/provider.mjs) and a real MCP client: tokens the
+//! provider issues are accepted (RS256 and ES256); forged, expired, not-yet-valid,
+//! wrong-issuer, wrong-audience and missing tokens get `401` with the challenge that names
+//! the Protected Resource Metadata; a token without the required scope gets `403`; a key
+//! rotation at the provider is picked up through the unknown `kid`; and the MCP access
+//! token never reaches the upstream API.
+
+mod server_common;
+mod support;
+
+#[path = "support/oidc.rs"]
+mod oidc;
+
+use serde_json::{json, Value};
+use server_common::*;
+use std::time::Duration;
+use support::upstream;
+
+/// A free loopback port: the audience is the server's own `/mcp` URL, known before it starts.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// POSTs an MCP `initialize` with `token`; the status and the `WWW-Authenticate` header.
+async fn initialize(url: &str, token: Option<&str>) -> (u16, String, Value) {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "team-auth-test", "version": "1"}}
+        }));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.expect("POST /mcp");
+    let status = res.status().as_u16();
+    let challenge = res
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = res.text().await.unwrap_or_default();
+    (
+        status,
+        challenge,
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_resource_server_with_a_real_provider() {
+    let up = upstream::start().await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let audience = format!("{base}/mcp");
+    let idp = oidc::Provider::start(&audience).await;
+    let fx = Fixture::with_apis_and(
+        &[("tmdb", &up.base_url())],
+        &format!(
+            "\n[auth]\nissuer = {:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n\
+             jwks_min_refetch_secs = 1\n",
+            idp.issuer
+        ),
+    );
+    let mut cmd = tokio::process::Command::new(shortlist_bin());
+    cmd.args(fx.serve_args(&["--http", &format!("127.0.0.1:{port}")]))
+        .env(TOKEN_ENV, TOKEN);
+    let _srv =
+        server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
+            .await;
+    let meta_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
+
+    // Protected Resource Metadata, at both well-known paths, naming the issuer.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let doc: Value = reqwest::get(format!("{base}{path}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(doc["resource"], audience.as_str(), "{doc}");
+        assert_eq!(doc["authorization_servers"], json!([idp.issuer]), "{doc}");
+        assert_eq!(doc["scopes_supported"], json!(["mcp"]), "{doc}");
+    }
+
+    // No token: 401 and the challenge that names the metadata.
+    let (status, challenge, _) = initialize(&audience, None).await;
+    assert_eq!(status, 401);
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{meta_url}\"")),
+        "{challenge}"
+    );
+    assert!(
+        !challenge.contains("error="),
+        "no error code without a token: {challenge}"
+    );
+
+    // Tokens the provider issues: RS256 and ES256.
+    let alice = idp.token("alice", "mcp", None).await;
+    let (status, _, body) = initialize(&audience, Some(&alice)).await;
+    assert_eq!(status, 200, "{body}");
+    let es = idp.token("es256-client", "mcp", None).await;
+    assert_eq!(initialize(&audience, Some(&es)).await.0, 200);
+
+    // Bad tokens: each refused with invalid_token and a reason.
+    let t = now();
+    let claims = |extra: Value| {
+        let mut c =
+            json!({"sub": "mallory", "aud": audience, "scope": "mcp", "iat": t, "exp": t + 600});
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        c
+    };
+    let cases = [
+        (
+            "forged",
+            idp.sign(claims(json!({})), true).await,
+            "signature",
+        ),
+        (
+            "expired",
+            idp.sign(claims(json!({"exp": t - 120, "iat": t - 720})), false)
+                .await,
+            "expired",
+        ),
+        (
+            "not yet valid",
+            idp.sign(claims(json!({"nbf": t + 600})), false).await,
+            "not valid yet",
+        ),
+        (
+            "wrong issuer",
+            idp.sign(claims(json!({"iss": "http://127.0.0.1:9"})), false)
+                .await,
+            "issuer",
+        ),
+        (
+            "wrong audience",
+            idp.token("alice", "mcp", Some("http://127.0.0.1:9/mcp"))
+                .await,
+            "aud",
+        ),
+        ("garbage", "not.a.token".to_string(), "not a JWT"),
+    ];
+    for (what, token, reason) in &cases {
+        let (status, challenge, body) = initialize(&audience, Some(token)).await;
+        assert_eq!(status, 401, "{what}: {body}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        assert!(
+            challenge.contains(&format!("resource_metadata=\"{meta_url}\"")),
+            "{what}: {challenge}"
+        );
+        assert!(
+            body["error_description"]
+                .as_str()
+                .unwrap_or("")
+                .contains(reason),
+            "{what}: {body}"
+        );
+    }
+    // A token the provider signed within the leeway is still fine.
+    let skewed = idp.sign(claims(json!({"exp": t - 5})), false).await;
+    assert_eq!(initialize(&audience, Some(&skewed)).await.0, 200);
+
+    // A valid token without the required scope: 403 insufficient_scope.
+    let no_scope = idp.token("bob", "openid", None).await;
+    let (status, challenge, body) = initialize(&audience, Some(&no_scope)).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("scope=\"mcp\""), "{challenge}");
+
+    // A real MCP client with a real token lists tools and calls an API; the upstream sees
+    // the catalog's credential, never the MCP access token.
+    let (doc, ok, err) = python_client_raw(
+        Target::Http(&audience),
+        "auto",
+        json!([
+            {"op": "list_tools"},
+            {"op": "call", "tool": "call_tool", "args": {"name": "getMovieCredits", "arguments": {"movie_id": 550}}}
+        ]),
+        &[&format!("Authorization: Bearer {alice}")],
+    )
+    .await;
+    assert!(ok, "{err}\n{doc:#}");
+    assert!(
+        names(step(&doc, 0)).contains(&"find_tools".to_string()),
+        "{doc:#}"
+    );
+    let got = up.received();
+    assert!(!got.is_empty(), "the call reached the upstream: {doc:#}");
+    for r in &got {
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+        assert!(
+            !r.headers.iter().any(|(_, v)| v.contains(&alice)),
+            "the MCP access token reached the upstream: {r:?}"
+        );
+    }
+
+    // Key rotation: the provider restarts with new keys; a token under the new kid makes
+    // the server fetch the keys again, after which the old key is gone.
+    let idp = idp.rotate_keys().await;
+    tokio::time::sleep(Duration::from_millis(1100)).await; // the refetch rate limit
+    let fresh = idp.token("alice", "mcp", None).await;
+    let (status, _, body) = initialize(&audience, Some(&fresh)).await;
+    assert_eq!(status, 200, "a new kid is fetched: {body}\n{}", idp.log());
+    let (status, _, body) = initialize(&audience, Some(&alice)).await;
+    assert_eq!(
+        status, 401,
+        "the rotated-out key no longer verifies: {body}"
+    );
+}
