@@ -218,6 +218,7 @@ mod tests {
                 scores: vec![0.9, 0.9],
                 gold_ranks: vec![Some(2), None],
                 metrics: m,
+                answer: Default::default(),
             }],
             ranking_seconds: 0.01,
         };
