@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The retrieval model's training, end to end on a sample (CI runs it after the tests): the
-# pipeline's own checks, `training/train.sh --sample` on the corpus beside the clone, then the
-# trained model loaded and measured by `shortlist eval --model-dir` on RestBench Spotify.
-# Uses the debug `shortlist` the tests built (no release build; $SHORTLIST_BIN for another). Costs, measured on a 2-core
+# The retrieval model's training, end to end on a sample: the pipeline's own checks,
+# `training/train.sh --sample` on the corpus beside the clone, then the trained model loaded
+# and measured by `shortlist eval --model-dir` on RestBench Spotify. Uses the debug
+# `shortlist` that the tests build ($SHORTLIST_BIN for another). Costs, measured on a 2-core
 # machine: the training venv (2.8 GB of torch and CUDA wheels, 6 GB installed; about 3.5
-# minutes the first time, seconds when training/.venv is current) and about 3 minutes of
-# training and export.
+# minutes the first time) and about 3.5 minutes of training and export. Not run by .ci/run:
+# training/README.md ("Not in CI") says why.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
