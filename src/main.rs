@@ -28,6 +28,9 @@ enum Command {
     Call(cli::call::CallArgs),
     /// Measure retrieval on a benchmark (queries with gold endpoints).
     Eval(cli::eval::EvalArgs),
+    /// Print the text the index embeds for each endpoint (JSON Lines), for training a
+    /// retrieval model.
+    DocTexts(cli::doc_texts::DocTextsArgs),
     /// Fill in missing descriptions and examples (LLM or heuristic) into enriched copies.
     Enrich(cli::enrich::EnrichArgs),
     /// Open the catalog console in a browser: health, review of generated text, try a request.
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::serve::run(a),
         Command::Call(a) => cli::call::run(a),
         Command::Eval(a) => cli::eval::run(a),
+        Command::DocTexts(a) => cli::doc_texts::run(a),
         Command::Enrich(a) => cli::enrich::run(a),
         Command::Console(a) => cli::console::run(a),
         Command::Install(a) => cli::install::run(a),

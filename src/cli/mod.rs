@@ -3,6 +3,7 @@
 pub mod call;
 pub mod client_config;
 pub mod console;
+pub mod doc_texts;
 pub mod enrich;
 pub mod eval;
 pub mod index;

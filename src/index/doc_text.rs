@@ -265,7 +265,7 @@ fn returned(ep: &Endpoint, keep: impl Fn(&str) -> bool, max: usize) -> Vec<Strin
 
 /// A description up to its first markdown heading or table: what comes after is reference
 /// material (changelogs, field tables) rather than what the endpoint does.
-fn first_section(d: &str) -> &str {
+pub fn first_section(d: &str) -> &str {
     let mut end = d.len();
     let mut offset = 0;
     for line in d.split_inclusive('\n') {

@@ -6,7 +6,8 @@
 //! - [`store`] keeps records, texts and vectors in a data folder, rebuilt incrementally
 //!   and replaced atomically ([`generations`]), searched by [`vectors`];
 //! - [`lexical`] scores the same texts with BM25 for exact-word matches;
-//! - [`records`] decodes the stored endpoint records on demand.
+//! - [`records`] decodes the stored endpoint records on demand;
+//! - [`training_text`] gives a retrieval model's training the texts the index embeds.
 
 pub mod binfile;
 pub mod catalog_index;
@@ -17,6 +18,7 @@ pub mod lexical;
 pub mod model_digest;
 pub mod records;
 pub mod store;
+pub mod training_text;
 pub mod vectors;
 
 pub use embedder::{EmbedError, Embedder, EmbedderConfig, ModelOptions, Origin, Pooling};
