@@ -237,3 +237,113 @@ async fn oauth_resource_server_with_a_real_provider() {
         "the rotated-out key no longer verifies: {body}"
     );
 }
+
+/// `visible_to`: an API limited to a group is listed, ranked, described and callable for a
+/// person in that group only; for anyone else it does not exist (no hint names it), in the
+/// meta-tools and in the catalog exposure alike; and lists that depend on the caller are
+/// not for shared caches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apis_limited_to_a_group_are_seen_by_that_group_only() {
+    let up = upstream::start().await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let audience = format!("{base}/mcp");
+    let idp = oidc::Provider::start(&audience).await;
+    // `visible_to` belongs to the last [[api]] table, `archive`.
+    let fx = Fixture::with_apis_and(
+        &[("tmdb", &up.base_url()), ("archive", &up.base_url())],
+        &format!(
+            "visible_to = {{ groups = [\"admins\"] }}\n\n[auth]\nissuer = {:?}\naudience = {audience:?}\n",
+            idp.issuer
+        ),
+    );
+    let mut cmd = tokio::process::Command::new(shortlist_bin());
+    cmd.args(fx.serve_args(&[
+        "--http",
+        &format!("127.0.0.1:{port}"),
+        "--expose",
+        "catalog",
+    ]))
+    .env(TOKEN_ENV, TOKEN);
+    let _srv =
+        server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
+            .await;
+    // alice is in `admins`, bob is not.
+    let alice = idp.token("alice", "mcp", None).await;
+    let bob = idp.token("bob", "mcp", None).await;
+    let steps = json!([
+        {"op": "list_tools", "cache_mode": "bypass"},
+        {"op": "call", "tool": "find_tools", "args": {}},
+        {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "api": "archive", "k": 3}},
+        {"op": "call", "tool": "find_tools", "args": {"query": "movie credits", "k": 10}},
+    ]);
+    let run = |token: String| {
+        let (url, steps) = (audience.clone(), steps.clone());
+        async move {
+            let (doc, ok, err) = python_client_raw(
+                Target::Http(&url),
+                "auto",
+                steps,
+                &[&format!("Authorization: Bearer {token}")],
+            )
+            .await;
+            assert!(ok, "{err}\n{doc:#}");
+            doc
+        }
+    };
+    let a = run(alice).await;
+    let b = run(bob.clone()).await;
+
+    let listed = |doc: &Value| names(step(doc, 0));
+    let archived = |names: &[String]| names.iter().filter(|n| n.starts_with("archive")).count();
+    assert!(
+        archived(&listed(&a)) > 0,
+        "alice sees the archive: {:?}",
+        listed(&a)
+    );
+    assert_eq!(archived(&listed(&b)), 0, "bob must not: {:?}", listed(&b));
+    assert!(listed(&b)
+        .iter()
+        .any(|n| n == "searchMovie" || n.starts_with("tmdb")));
+    for doc in [&a, &b] {
+        assert_eq!(step(doc, 0)["hints"][0]["cacheScope"], "private", "{doc:#}");
+    }
+    let apis = |doc: &Value| step(doc, 1)["structuredContent"]["apis"].to_string();
+    assert!(apis(&a).contains("\"archive\"") && !apis(&b).contains("archive"));
+    let archive_hits = &step(&a, 2)["structuredContent"]["tools"];
+    let tool = archive_hits[0]["name"]
+        .as_str()
+        .expect("an archive hit")
+        .to_string();
+    assert_eq!(step(&b, 2)["isError"], true, "{b:#}");
+    assert!(!text(step(&b, 2)).contains("closest"), "{b:#}");
+    assert!(
+        !step(&b, 3).to_string().contains(&tool),
+        "bob ranked {tool}: {b:#}"
+    );
+
+    // The archive's tools do not exist for bob: not described, not called, not hinted at.
+    let before = up.received().len();
+    let (doc, ok, err) = python_client_raw(
+        Target::Http(&audience),
+        "auto",
+        json!([
+            {"op": "call", "tool": "describe_tool", "args": {"name": tool}},
+            {"op": "call", "tool": "call_tool", "args": {"name": tool, "arguments": {"movie_id": 550}}},
+            {"op": "call", "tool": tool, "args": {"movie_id": 550}, "expect_error": true},
+        ]),
+        &[&format!("Authorization: Bearer {bob}")],
+    )
+    .await;
+    assert!(ok, "{err}\n{doc:#}");
+    assert_eq!(step(&doc, 0)["isError"], true, "{doc:#}");
+    assert_eq!(step(&doc, 1)["isError"], true, "{doc:#}");
+    assert!(text(step(&doc, 1)).contains("unknown tool"), "{doc:#}");
+    assert!(!text(step(&doc, 1)).contains("did you mean"), "{doc:#}");
+    assert_eq!(step(&doc, 2)["error"]["code"], -32602, "{doc:#}");
+    assert_eq!(
+        up.received().len(),
+        before,
+        "bob reached the archive's upstream"
+    );
+}

@@ -54,7 +54,9 @@ pub struct Tried {
 pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<Tried, String> {
     // What a 2026-07-28 client, today's default, would get.
     let exposure = state.exposure(crate::server::Era::Stateless);
-    let (ranked, explained) = state.rank_explained(args, exposure).await?;
+    // The console is the platform team's view of the whole catalog.
+    let everything = crate::server::Sight::everything();
+    let (ranked, explained) = state.rank_explained(args, exposure, &everything).await?;
     let sl = ranked.served.shortlister();
     let name_at = |p: usize| {
         sl.endpoint(p)

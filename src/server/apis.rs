@@ -60,6 +60,23 @@ impl ApiDirectory {
         ApiDirectory { apis, folded }
     }
 
+    /// The same directory without the APIs in `hidden`.
+    pub fn without(&self, hidden: &std::collections::HashSet<String>) -> ApiDirectory {
+        let (apis, folded) = self
+            .apis
+            .iter()
+            .zip(&self.folded)
+            .filter(|(a, _)| !hidden.contains(&a.id))
+            .map(|(a, f)| (a.clone(), f.clone()))
+            .unzip();
+        ApiDirectory { apis, folded }
+    }
+
+    /// Every API id, sorted.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.apis.iter().map(|a| a.id.as_str())
+    }
+
     /// Number of APIs.
     pub fn len(&self) -> usize {
         self.apis.len()

@@ -18,6 +18,7 @@ use super::clients::ClientKey;
 use super::exposure::Era;
 use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
 use super::state::{error_result, json_result, ServerState};
+use super::visibility::Sight;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
@@ -104,6 +105,16 @@ impl ShortlistServer {
         self.state.exposure_for(era(ctx), client)
     }
 
+    /// The APIs this request's caller sees: by the person its access token names (the
+    /// `[auth]` layer puts the verified `Principal` in the request's extensions).
+    fn sight(&self, ctx: &RequestContext<RoleServer>) -> Sight {
+        let principal = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(crate::auth::Principal::from_parts);
+        Sight::of(&self.state.served(), principal)
+    }
+
     async fn find_tools(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -111,7 +122,10 @@ impl ShortlistServer {
     ) -> CallToolResponse {
         let key = self.client_key(ctx);
         let exposure = self.exposure(ctx);
-        let found = self.state.find(&key, exposure, args).await;
+        let found = self
+            .state
+            .find(&key, exposure, &self.sight(ctx), args)
+            .await;
         if found.is_error() {
             let msg = found.result["error"]
                 .as_str()
@@ -190,7 +204,7 @@ impl ServerHandler for ShortlistServer {
         let exposure = self.exposure(&ctx);
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         self.state
-            .list_tools(&key, exposure, cursor)
+            .list_tools(&key, exposure, &self.sight(&ctx), cursor)
             .map_err(|msg| McpError::invalid_params(msg, None))
     }
 
@@ -220,11 +234,15 @@ impl ServerHandler for ShortlistServer {
             DESCRIBE_TOOL => {
                 let key = self.client_key(&ctx);
                 let exposure = self.exposure(&ctx);
-                Ok(self.state.describe(&key, exposure, &args).into())
+                Ok(self
+                    .state
+                    .describe(&key, exposure, &self.sight(&ctx), &args)
+                    .into())
             }
             CALL_TOOL => {
                 let key = self.client_key(&ctx);
                 let exposure = self.exposure(&ctx);
+                let sight = self.sight(&ctx);
                 let call = match meta_tools::call_args(&args) {
                     Ok(c) => c,
                     Err(msg) => return Ok(error_result(format!("call_tool: {msg}")).into()),
@@ -238,21 +256,26 @@ impl ServerHandler for ShortlistServer {
                 }
                 match self
                     .state
-                    .call_endpoint(&key, exposure, &call.name, &call.arguments)
+                    .call_endpoint(&key, exposure, &sight, &call.name, &call.arguments)
                     .await
                 {
                     Some(r) => Ok(r.into()),
-                    None => Ok(error_result(self.state.unknown_tool(&call.name)).into()),
+                    None => Ok(error_result(self.state.unknown_tool(&call.name, &sight)).into()),
                 }
             }
             _ => {
                 let key = self.client_key(&ctx);
                 let exposure = self.exposure(&ctx);
-                match self.state.call_endpoint(&key, exposure, name, &args).await {
+                let sight = self.sight(&ctx);
+                match self
+                    .state
+                    .call_endpoint(&key, exposure, &sight, name, &args)
+                    .await
+                {
                     Some(r) => Ok(r.into()),
                     // MCP makes an unknown tool a protocol error (-32602).
                     None => Err(McpError::invalid_params(
-                        self.state.unknown_tool(name),
+                        self.state.unknown_tool(name, &sight),
                         None,
                     )),
                 }

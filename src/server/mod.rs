@@ -32,6 +32,7 @@ pub mod served;
 pub mod state;
 pub mod tokens;
 pub mod tools;
+pub mod visibility;
 
 pub use clients::{ClientKey, ClientRegistry};
 pub use exposure::{Era, Expose, Exposure};
@@ -40,6 +41,7 @@ pub use http::HttpOptions;
 pub use reload::{CatalogSource, WatchOptions};
 pub use served::Served;
 pub use state::{ServerOptions, ServerState};
+pub use visibility::Sight;
 
 use rmcp::ServiceExt;
 use std::sync::Arc;

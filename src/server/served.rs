@@ -24,8 +24,9 @@ pub struct Served {
     shortlister: Shortlister,
     catalog: Catalog,
     apis: ApiDirectory,
-    /// Every endpoint as a tool, sorted by name (catalog exposure), built on first use.
-    catalog_tools: OnceLock<Vec<Tool>>,
+    /// Every endpoint as a tool with its API id, sorted by name (catalog exposure), built on
+    /// first use.
+    catalog_tools: OnceLock<Vec<(String, Tool)>>,
     /// Counts the catalogs this server has served, from 1.
     generation: u64,
 }
@@ -107,23 +108,46 @@ impl Served {
         self.catalog.api_config(api)
     }
 
-    /// Every endpoint as a tool, in name order.
-    fn catalog_tools(&self) -> &[Tool] {
+    /// Whether some API is visible to some callers only (`visible_to`): then lists depend
+    /// on the authorization a request presents.
+    pub fn limits_callers(&self) -> bool {
+        self.catalog
+            .config
+            .apis
+            .iter()
+            .any(|a| a.visible_to.is_some())
+    }
+
+    /// Every endpoint as a tool, in name order, with its API id.
+    fn catalog_tools(&self) -> &[(String, Tool)] {
         self.catalog_tools.get_or_init(|| {
-            let mut tools: Vec<Tool> = (0..self.shortlister.len())
-                .filter_map(|i| self.shortlister.endpoint(i).map(endpoint_tool))
+            let mut tools: Vec<(String, Tool)> = (0..self.shortlister.len())
+                .filter_map(|i| {
+                    let ep = self.shortlister.endpoint(i)?;
+                    Some((ep.api.clone(), endpoint_tool(ep)))
+                })
                 .collect();
-            tools.sort_by(|a, b| a.name.cmp(&b.name));
+            tools.sort_by(|a, b| a.1.name.cmp(&b.1.name));
             tools
         })
     }
 
-    /// The page of endpoint tools after `cursor` (`None`: the first page). The cursor names
-    /// the last tool of the previous page rather than a position, so paging stays in order
-    /// even when the catalog changes between two pages. `Err` for a cursor this server never
-    /// gave.
-    pub fn catalog_page(&self, cursor: Option<&str>, page_size: usize) -> Result<Page, String> {
-        let tools = self.catalog_tools();
+    /// The page of the endpoint tools `sight` sees after `cursor` (`None`: the first page).
+    /// The cursor names the last tool of the previous page rather than a position, so
+    /// paging stays in order even when the catalog changes between two pages. `Err` for a
+    /// cursor this server never gave.
+    pub fn catalog_page(
+        &self,
+        cursor: Option<&str>,
+        page_size: usize,
+        sight: &super::visibility::Sight,
+    ) -> Result<Page, String> {
+        let tools: Vec<&Tool> = self
+            .catalog_tools()
+            .iter()
+            .filter(|(api, _)| sight.sees(api))
+            .map(|(_, t)| t)
+            .collect();
         let start = match cursor {
             None => 0,
             Some(c) => {
@@ -132,11 +156,22 @@ impl Served {
             }
         };
         let end = (start + page_size.max(1)).min(tools.len());
-        let page: Vec<Tool> = tools[start..end].to_vec();
+        let page: Vec<Tool> = tools[start..end].iter().map(|t| (*t).clone()).collect();
         let next = (end < tools.len())
             .then(|| page.last().map(|t| encode_cursor(&t.name)))
             .flatten();
         Ok(Page { tools: page, next })
+    }
+
+    /// The message for a name no endpoint has, or one of an API the caller does not see:
+    /// with the nearest names as hints only when the caller sees every API (a hint could
+    /// otherwise name a hidden tool).
+    pub fn unknown_tool_for(&self, name: &str, sight: &super::visibility::Sight) -> String {
+        if sight.is_everything() {
+            return self.unknown_tool(name);
+        }
+        let name = crate::text::clip_chars(name, 80);
+        format!("unknown tool '{name}'; use find_tools to find tools")
     }
 
     /// The message for a name no endpoint has, with the nearest names as hints.

@@ -12,6 +12,7 @@ use super::exposure::{cache_hints, Era, Expose, Exposure};
 use super::meta_tools::{self, FindArgs};
 use super::outcome;
 use super::served::Served;
+use super::visibility::Sight;
 use crate::catalog::{Catalog, Endpoint};
 use crate::invoke::Invoker;
 use crate::shortlist::explain::Explained;
@@ -161,6 +162,7 @@ impl ServerState {
         &self,
         key: &ClientKey,
         exposure: Exposure,
+        sight: &Sight,
         cursor: Option<&str>,
     ) -> Result<ListToolsResult, String> {
         let served = self.served();
@@ -177,11 +179,16 @@ impl ServerState {
                 }
                 // Most recently exposed last, so a growing list keeps its order.
                 for pos in self.clients.exposed(key) {
-                    tools.extend(served.endpoint(pos).map(super::tools::endpoint_tool));
+                    tools.extend(
+                        served
+                            .endpoint(pos)
+                            .filter(|ep| sight.sees(&ep.api))
+                            .map(super::tools::endpoint_tool),
+                    );
                 }
             }
             Exposure::Catalog => {
-                let page = served.catalog_page(cursor, self.options.page_size)?;
+                let page = served.catalog_page(cursor, self.options.page_size, sight)?;
                 tools.extend(page.tools);
                 next = page.next;
             }
@@ -191,7 +198,7 @@ impl ServerState {
                 }
             }
         }
-        let (ttl, scope) = cache_hints(exposure, false);
+        let (ttl, scope) = cache_hints(exposure, served.limits_callers());
         let mut result = ListToolsResult::with_all_items(tools)
             .with_ttl_ms(ttl)
             .with_cache_scope(scope);
@@ -219,13 +226,15 @@ impl ServerState {
         self: &Arc<Self>,
         key: &ClientKey,
         exposure: Exposure,
+        sight: &Sight,
         args: &JsonObject,
     ) -> Found {
         match meta_tools::find_args(args, self.k_limit(exposure)) {
             Ok(FindArgs {
                 query: None, api, ..
             }) => {
-                return match self.served().apis().listing(api.as_deref()) {
+                let apis = sight.directory(self.served().apis());
+                return match apis.listing(api.as_deref()) {
                     Ok(result) => Found {
                         result,
                         change: Change::default(),
@@ -238,7 +247,7 @@ impl ServerState {
         }
         let Ranked {
             args, hits, served, ..
-        } = match self.rank(args, exposure).await {
+        } = match self.rank(args, exposure, sight).await {
             Ok(r) => r,
             Err(msg) => return Found::error(msg),
         };
@@ -279,9 +288,12 @@ impl ServerState {
         self: &Arc<Self>,
         args: &JsonObject,
         exposure: Exposure,
+        sight: &Sight,
     ) -> Result<Ranked, String> {
         let (args, apis, hits, served) = self
-            .rank_with(args, exposure, |s, q, k, apis| s.search_in(q, k, apis))
+            .rank_with(args, exposure, sight, |s, q, k, apis| {
+                s.search_in(q, k, apis)
+            })
             .await?;
         Ok(Ranked {
             args,
@@ -297,9 +309,10 @@ impl ServerState {
         self: &Arc<Self>,
         args: &JsonObject,
         exposure: Exposure,
+        sight: &Sight,
     ) -> Result<(Ranked, Explained), String> {
         let (args, apis, (hits, explained), served) = self
-            .rank_with(args, exposure, |s, q, k, apis| {
+            .rank_with(args, exposure, sight, |s, q, k, apis| {
                 s.search_explained(q, k, apis)
             })
             .await?;
@@ -321,6 +334,7 @@ impl ServerState {
         self: &Arc<Self>,
         args: &JsonObject,
         exposure: Exposure,
+        sight: &Sight,
         f: impl FnOnce(&Shortlister, &str, usize, Option<&[&str]>) -> Result<T, ShortlistError>
             + Send
             + 'static,
@@ -330,11 +344,11 @@ impl ServerState {
             return Err("'query' is required to rank endpoints".into());
         };
         let served = self.served();
-        let apis = args
-            .api
-            .as_deref()
-            .map(|a| served.apis().resolve(a))
-            .transpose()?;
+        // Only the APIs the caller sees are named, listed or ranked.
+        let apis = match args.api.as_deref() {
+            Some(a) => Some(sight.directory(served.apis()).resolve(a)?),
+            None => sight.visible_ids(served.apis()),
+        };
         // Without a number, rank as many as could be shown; the answer keeps what fits.
         let k = args.k.unwrap_or(self.k_limit(exposure));
         // Never closed, so acquiring only waits for a free slot.
@@ -373,6 +387,7 @@ impl ServerState {
         &self,
         key: &ClientKey,
         exposure: Exposure,
+        sight: &Sight,
         args: &JsonObject,
     ) -> CallToolResult {
         let name = match meta_tools::describe_args(args) {
@@ -380,8 +395,8 @@ impl ServerState {
             Err(msg) => return error_result(msg),
         };
         let served = self.served();
-        let Some((pos, ep)) = served.lookup(&name) else {
-            return error_result(served.unknown_tool(&name));
+        let Some((pos, ep)) = served.lookup(&name).filter(|(_, ep)| sight.sees(&ep.api)) else {
+            return error_result(served.unknown_tool_for(&name, sight));
         };
         let exposed = match exposure {
             Exposure::Dynamic => self.clients.exposed(key).contains(&pos),
@@ -398,11 +413,12 @@ impl ServerState {
         &self,
         key: &ClientKey,
         exposure: Exposure,
+        sight: &Sight,
         name: &str,
         arguments: &JsonObject,
     ) -> Option<CallToolResult> {
         let served = self.served();
-        let (pos, ep) = served.lookup(name)?;
+        let (pos, ep) = served.lookup(name).filter(|(_, ep)| sight.sees(&ep.api))?;
         if exposure == Exposure::Dynamic {
             self.clients.touch(key, pos);
         }
@@ -417,9 +433,9 @@ impl ServerState {
         self.served().lookup(name).map(|(_, ep)| ep.clone())
     }
 
-    /// The message for a name no endpoint has, with the nearest names as hints.
-    pub fn unknown_tool(&self, name: &str) -> String {
-        self.served().unknown_tool(name)
+    /// The message for a name no endpoint has (or none the caller sees).
+    pub fn unknown_tool(&self, name: &str, sight: &Sight) -> String {
+        self.served().unknown_tool_for(name, sight)
     }
 }
 
