@@ -100,7 +100,12 @@ mod tests {
     }
 
     fn text(ep: &Endpoint, mask: Mask) -> String {
-        masked_text(ep, DocVariant::Full, &Context::of(&[ep.clone()]), mask)
+        masked_text(
+            ep,
+            DocVariant::Full,
+            &Context::of(std::slice::from_ref(ep)),
+            mask,
+        )
     }
 
     #[test]
@@ -109,7 +114,11 @@ mod tests {
             Some("Find a <b>pet</b> by id"),
             Some("Find a pet by ID. Returns one pet.\n\n## Changes\nold"),
         );
-        let full = build_in(&ep, DocVariant::Full, &Context::of(&[ep.clone()]));
+        let full = build_in(
+            &ep,
+            DocVariant::Full,
+            &Context::of(std::slice::from_ref(&ep)),
+        );
         assert!(full.starts_with("Find a pet by id."), "{full}");
         let t = text(&ep, Mask::Summary);
         assert!(!t.to_lowercase().contains("find a pet"), "{t}");
