@@ -539,8 +539,9 @@ async fn the_api_filter_matches_ids_and_titles_and_lists_on_demand() {
         step(&doc, i)["structuredContent"]["tools"]
             .as_array()
             .map(|t| {
+                // Without `k` each hit is one line, `name(arguments) METHOD /path: purpose`.
                 t.iter()
-                    .filter_map(|h| h["name"].as_str().map(String::from))
+                    .filter_map(|h| h.as_str()?.split('(').next().map(String::from))
                     .collect()
             })
             .unwrap_or_default()

@@ -11,6 +11,7 @@ use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
 use shortlist::index::doc_text::DocVariant;
+use shortlist::index::BuildStats;
 use shortlist::invoke::Invoker;
 use shortlist::server::{self, Expose, HttpOptions, ServerOptions, ServerState};
 use shortlist::shortlist::{Options, Shortlister};
@@ -128,29 +129,40 @@ impl server::CatalogSource for Source {
         // A model of its own: the served one keeps answering queries meanwhile. Problems
         // are reported as at start; a catalog left with no endpoint is an error, so the one
         // served stays.
-        let super::prepare::Prepared {
-            data_dir,
-            index,
-            tables,
-            embedder,
-            catalog,
-            stats,
-        } = super::prepare::prepare(&self.catalog, &self.model, self.variant, true)?;
-        let tables = match tables {
-            Some(t) => t,
-            None => Shortlister::tables_of(&index)
-                .with_context(|| format!("cannot open the index in {}", data_dir.display()))?,
-        };
+        let (shortlister, catalog, stats) =
+            ranked_catalog(&self.catalog, &self.model, self.variant, true)?;
         tracing::info!(
             embedded = stats.embedded,
             reused = stats.reused,
             "catalog rebuilt"
         );
-        Ok((
-            Shortlister::from_parts(index, tables, embedder, Options::default()),
-            catalog,
-        ))
+        Ok((shortlister, catalog))
     }
+}
+
+/// The catalog's index brought up to date ([`super::prepare::prepare`]) and ranked with the
+/// default options: the shortlister, the catalog and what building it took.
+fn ranked_catalog(
+    catalog_args: &super::CatalogArgs,
+    model: &ModelArgs,
+    variant: DocVariant,
+    trust_unchanged: bool,
+) -> anyhow::Result<(Shortlister, shortlist::catalog::Catalog, BuildStats)> {
+    let super::prepare::Prepared {
+        data_dir,
+        index,
+        tables,
+        embedder,
+        catalog,
+        stats,
+    } = super::prepare::prepare(catalog_args, model, variant, trust_unchanged)?;
+    let tables = match tables {
+        Some(t) => t,
+        None => Shortlister::tables_of(&index)
+            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?,
+    };
+    let shortlister = Shortlister::from_parts(index, tables, embedder, Options::default());
+    Ok((shortlister, catalog, stats))
 }
 
 /// Starts the catalog watch of a running server (`secs` 0: SIGHUP only).
@@ -188,20 +200,8 @@ pub fn load_state(
     let started = Instant::now();
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
     let digest = shortlist::catalog::watch_digest(&catalog_args.config()?);
-    let super::prepare::Prepared {
-        data_dir,
-        index,
-        tables,
-        embedder,
-        catalog,
-        stats,
-    } = super::prepare::prepare(catalog_args, model, variant, trust_unchanged)?;
-    let tables = match tables {
-        Some(t) => t,
-        None => Shortlister::tables_of(&index)
-            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?,
-    };
-    let shortlister = Shortlister::from_parts(index, tables, embedder, Options::default());
+    let (shortlister, catalog, stats) =
+        ranked_catalog(catalog_args, model, variant, trust_unchanged)?;
     eprintln!(
         "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
         shortlister.len(),

@@ -58,6 +58,18 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
     let everything = crate::server::Sight::everything();
     let (ranked, explained) = state.rank_explained(args, exposure, &everything).await?;
     let sl = ranked.served.shortlister();
+    // Without `k`, a client gets as many hits as fit the answer's token budget: show those.
+    let mut explained = explained;
+    if ranked.args.k.is_none() {
+        let rendered: Vec<Value> = ranked
+            .hits
+            .iter()
+            .filter_map(|h| sl.endpoint(h.position))
+            .map(|e| crate::server::discovery::hit(e, None))
+            .collect();
+        let fit = crate::server::discovery::fitting(&rendered, state.options().answer_tokens);
+        explained.hits.truncate(fit);
+    }
     let name_at = |p: usize| {
         sl.endpoint(p)
             .map(|e| e.tool_name.clone())
@@ -111,7 +123,7 @@ pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<
     let meta = serde_json::to_value(state.meta_tools(exposure)).unwrap_or(Value::Null);
     Ok(Tried {
         query: ranked.args.query.unwrap_or_default(),
-        k: ranked.args.k.unwrap_or(ranked.hits.len()),
+        k: ranked.args.k.unwrap_or(tools.len()),
         api: ranked.args.api,
         tasks: explained.tasks,
         tools_tokens: tokens::count_json(&Value::Array(definitions)),
