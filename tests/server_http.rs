@@ -371,6 +371,32 @@ async fn http_auth_and_bind_guards() {
     assert!(ok, "{err}");
     assert_eq!(names(step(&doc, 0)).len(), 3);
 
+    // Health and readiness answer a balancer's or kubelet's probe: no token, the pod's
+    // address as Host, which MCP refuses.
+    for (path, status) in [("/healthz", "ok"), ("/readyz", "ready")] {
+        let r = http
+            .get(srv.url(path))
+            .header("host", "10.1.2.3:8080")
+            .send()
+            .await
+            .expect("GET probe");
+        assert_eq!(r.status(), 200, "{path}");
+        let v: Value = r.json().await.expect("probe JSON");
+        assert_eq!(v["status"], status, "{path}: {v}");
+    }
+    let r = http
+        .post(srv.url("/mcp"))
+        .header("host", "10.1.2.3:8080")
+        .bearer_auth("serve-secret")
+        .send()
+        .await
+        .expect("POST");
+    assert!(
+        r.status().is_client_error(),
+        "a foreign Host reached MCP: {}",
+        r.status()
+    );
+
     // The legacy routes check Host like /mcp does (DNS rebinding).
     let r = http
         .get(srv.url("/sse"))

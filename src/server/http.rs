@@ -76,6 +76,7 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
     );
     let guard = Guard::new(opts.auth_token.as_deref(), hosts);
     let state_for_console = Arc::clone(&state);
+    let probes = super::probes::routes(Arc::clone(&state), shutdown.clone());
     let legacy = Router::new()
         .route("/sse", get(legacy_sse::connect))
         .route("/message", post(legacy_sse::message))
@@ -120,7 +121,8 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
         )),
         _ => console,
     };
-    app.merge(console)
+    // Probes come without a token and by the pod's address: outside every guard.
+    app.merge(console).merge(probes)
 }
 
 /// The console's pages under `/console`, behind the `Host` and `Origin` checks and, when

@@ -27,6 +27,7 @@ pub mod memory;
 pub mod meta_tools;
 pub mod outcome;
 pub mod parse_error;
+pub mod probes;
 pub mod reload;
 pub mod served;
 pub mod state;

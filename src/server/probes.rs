@@ -1,0 +1,50 @@
+//! Health and readiness for load balancers and Kubernetes probes: `GET /healthz` (the
+//! process serves HTTP) and `GET /readyz` (a catalog is served, so MCP requests can be
+//! answered; 503 once shutdown began, so a balancer drains the replica first).
+//!
+//! Probes come from the balancer or the kubelet, addressed by the pod's IP and without a
+//! token, so these two routes sit outside the `Host` check and the token checks. They tell
+//! nothing a caller could use: a status word and the catalog's generation number.
+
+use super::state::ServerState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone)]
+struct Probe {
+    state: Arc<ServerState>,
+    shutdown: CancellationToken,
+}
+
+/// The probe routes.
+pub fn routes(state: Arc<ServerState>, shutdown: CancellationToken) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(ready))
+        .with_state(Probe { state, shutdown })
+}
+
+async fn ready(State(p): State<Probe>) -> Response {
+    if p.shutdown.is_cancelled() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "shutting down"})),
+        )
+            .into_response();
+    }
+    let served = p.state.served();
+    if served.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "no endpoint served"})),
+        )
+            .into_response();
+    }
+    Json(json!({"status": "ready", "generation": served.generation()})).into_response()
+}
