@@ -61,13 +61,30 @@ async fn initialize(url: &str, token: Option<&str>) -> (u16, String, Value) {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oauth_resource_server_with_a_real_provider() {
-    let up = upstream::start().await;
+/// A provider whose tokens are for a server about to listen on a free port: the port,
+/// the server's base URL, its `/mcp` URL (the audience) and the provider.
+async fn provider_for_a_server() -> (u16, String, String, oidc::Provider) {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let audience = format!("{base}/mcp");
     let idp = oidc::Provider::start(&audience).await;
+    (port, base, audience, idp)
+}
+
+/// `shortlist serve --http 127.0.0.1:port` on `fx`, with `extra` arguments.
+async fn serve_on(fx: &Fixture, port: u16, extra: &[&str]) -> server_common::child_server::Started {
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec!["--http", addr.as_str()];
+    args.extend_from_slice(extra);
+    let mut cmd = tokio::process::Command::new(shortlist_bin());
+    cmd.args(fx.serve_args(&args)).env(TOKEN_ENV, TOKEN);
+    server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_resource_server_with_a_real_provider() {
+    let up = upstream::start().await;
+    let (port, base, audience, idp) = provider_for_a_server().await;
     let fx = Fixture::with_apis_and(
         &[("tmdb", &up.base_url())],
         &format!(
@@ -76,12 +93,7 @@ async fn oauth_resource_server_with_a_real_provider() {
             idp.issuer
         ),
     );
-    let mut cmd = tokio::process::Command::new(shortlist_bin());
-    cmd.args(fx.serve_args(&["--http", &format!("127.0.0.1:{port}")]))
-        .env(TOKEN_ENV, TOKEN);
-    let _srv =
-        server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
-            .await;
+    let _srv = serve_on(&fx, port, &[]).await;
     let meta_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
 
     // Protected Resource Metadata, at both well-known paths, naming the issuer.
@@ -245,10 +257,7 @@ async fn oauth_resource_server_with_a_real_provider() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apis_limited_to_a_group_are_seen_by_that_group_only() {
     let up = upstream::start().await;
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let audience = format!("{base}/mcp");
-    let idp = oidc::Provider::start(&audience).await;
+    let (port, _, audience, idp) = provider_for_a_server().await;
     // `visible_to` belongs to the last [[api]] table, `archive`.
     let fx = Fixture::with_apis_and(
         &[("tmdb", &up.base_url()), ("archive", &up.base_url())],
@@ -257,17 +266,7 @@ async fn apis_limited_to_a_group_are_seen_by_that_group_only() {
             idp.issuer
         ),
     );
-    let mut cmd = tokio::process::Command::new(shortlist_bin());
-    cmd.args(fx.serve_args(&[
-        "--http",
-        &format!("127.0.0.1:{port}"),
-        "--expose",
-        "catalog",
-    ]))
-    .env(TOKEN_ENV, TOKEN);
-    let _srv =
-        server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
-            .await;
+    let _srv = serve_on(&fx, port, &["--expose", "catalog"]).await;
     // alice is in `admins`, bob is not.
     let alice = idp.token("alice", "mcp", None).await;
     let bob = idp.token("bob", "mcp", None).await;
