@@ -93,7 +93,9 @@ async fn oauth_resource_server_with_a_real_provider() {
             idp.issuer
         ),
     );
-    let _srv = serve_on(&fx, port, &[]).await;
+    let state = fx.dir.path().join("audit.sqlite3");
+    let state_arg = format!("sqlite:{}", state.display());
+    let _srv = serve_on(&fx, port, &["--state", &state_arg]).await;
     let meta_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
 
     // Protected Resource Metadata, at both well-known paths, naming the issuer.
@@ -235,6 +237,27 @@ async fn oauth_resource_server_with_a_real_provider() {
             "the MCP access token reached the upstream: {r:?}"
         );
     }
+
+    // The audit log names the person, the API, the endpoint, the status and the latency,
+    // and nothing of the request.
+    let store = shortlist::store::Store::open(&shortlist::store::Location::Sqlite(state), None)
+        .await
+        .expect("open the audit store");
+    let audit = store.audit(Some("alice"), 10).await.expect("audit");
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(
+        (
+            audit[0].api.as_str(),
+            audit[0].endpoint.as_str(),
+            audit[0].status
+        ),
+        ("tmdb", "getMovieCredits", 200)
+    );
+    assert!(store
+        .audit(Some("bob"), 10)
+        .await
+        .expect("audit")
+        .is_empty());
 
     // Key rotation: the provider restarts with new keys; a token under the new kid makes
     // the server fetch the keys again, after which the old key is gone.

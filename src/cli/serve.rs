@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// deployments): idle clients are swept every quarter of it, at least once a second.
     #[arg(long, value_name = "SECS", conflicts_with = "idle_minutes", value_parser = clap::value_parser!(u64).range(1..))]
     pub client_idle_secs: Option<u64>,
+    /// Where state that outlives a request lives (the audit log of upstream calls):
+    /// `postgres://...` for replicas, `sqlite:PATH` or a path. With --http it defaults to
+    /// `state.sqlite3` in the catalog's data folder; over stdio nothing is kept without it.
+    #[arg(long, value_name = "STORE")]
+    pub state: Option<String>,
     /// Endpoint tools per `tools/list` page in catalog exposure.
     #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u16).range(1..))]
     pub page_size: u16,
@@ -97,7 +102,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let store = (http.is_some() || args.state.is_some())
+        .then(|| -> anyhow::Result<_> {
+            let cfg = args.catalog.config()?;
+            let data_dir = args.catalog.data_dir(Some(&cfg))?;
+            Ok(shortlist::store::Location::parse(
+                args.state.as_deref(),
+                &data_dir,
+            ))
+        })
+        .transpose()?;
     runtime.block_on(async move {
+        if let Some(location) = store {
+            let sealer = shortlist::store::Sealer::from_env()?;
+            let store = shortlist::store::Store::open(&location, sealer)
+                .await
+                .with_context(|| "cannot open the state store (--state)")?;
+            eprintln!("shortlist: state store: {}", store.backend().describe());
+            // The state was just built: this is its first and only store.
+            state.set_store(store);
+        }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
         spawn_watch(&state, source, digest, args.watch_secs, &shutdown);

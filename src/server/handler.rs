@@ -108,11 +108,7 @@ impl ShortlistServer {
     /// The APIs this request's caller sees: by the person its access token names (the
     /// `[auth]` layer puts the verified `Principal` in the request's extensions).
     fn sight(&self, ctx: &RequestContext<RoleServer>) -> Sight {
-        let principal = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(crate::auth::Principal::from_parts);
-        Sight::of(&self.state.served(), principal)
+        Sight::of(&self.state.served(), principal(ctx))
     }
 
     async fn find_tools(
@@ -163,6 +159,13 @@ impl Drop for ShortlistServer {
             self.state.clients().remove_peer(id);
         }
     }
+}
+
+/// The person a request comes from, as the `[auth]` layer verified it.
+fn principal(ctx: &RequestContext<RoleServer>) -> Option<&crate::auth::Principal> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(crate::auth::Principal::from_parts)
 }
 
 /// The protocol era of a request: 2026-07-28 or later is stateless.
@@ -256,7 +259,14 @@ impl ServerHandler for ShortlistServer {
                 }
                 match self
                     .state
-                    .call_endpoint(&key, exposure, &sight, &call.name, &call.arguments)
+                    .call_endpoint(
+                        &key,
+                        exposure,
+                        &sight,
+                        principal(&ctx).map(|p| p.sub.as_str()),
+                        &call.name,
+                        &call.arguments,
+                    )
                     .await
                 {
                     Some(r) => Ok(r.into()),
@@ -269,7 +279,14 @@ impl ServerHandler for ShortlistServer {
                 let sight = self.sight(&ctx);
                 match self
                     .state
-                    .call_endpoint(&key, exposure, &sight, name, &args)
+                    .call_endpoint(
+                        &key,
+                        exposure,
+                        &sight,
+                        principal(&ctx).map(|p| p.sub.as_str()),
+                        name,
+                        &args,
+                    )
                     .await
                 {
                     Some(r) => Ok(r.into()),

@@ -76,6 +76,9 @@ pub struct ServerState {
     invoker: Invoker,
     clients: ClientRegistry,
     options: ServerOptions,
+    /// The state store, where every upstream call is recorded (the audit log); `None`: no
+    /// store is kept (stdio without `--state`).
+    store: std::sync::OnceLock<crate::store::Store>,
     /// Rankings running at once. Ranking is CPU work, so more of them than cores only
     /// queue inside; bounding them here keeps a burst of clients from parking one
     /// blocking thread each (a stack and a malloc cache apiece, resident until the thread
@@ -98,6 +101,7 @@ impl ServerState {
             clients: ClientRegistry::new(options.max_tools, options.idle_expiry),
             invoker,
             options,
+            store: std::sync::OnceLock::new(),
             ranking: tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
             ),
@@ -106,6 +110,12 @@ impl ServerState {
 
     pub fn options(&self) -> &ServerOptions {
         &self.options
+    }
+
+    /// Records every upstream call in `store` from now on. Only the first store set is
+    /// kept: returns whether this one was.
+    pub fn set_store(&self, store: crate::store::Store) -> bool {
+        self.store.set(store).is_ok()
     }
 
     pub fn clients(&self) -> &ClientRegistry {
@@ -409,11 +419,14 @@ impl ServerState {
     /// Calls the endpoint `name` for `key`: the one code path behind both a direct call of
     /// an exposed tool and `call_tool(name, arguments)`, so the two cannot behave
     /// differently. `None` when no endpoint has that name.
+    /// `sub` is the person calling (`None`: no verified person), for the audit log.
+    #[allow(clippy::too_many_arguments)]
     pub async fn call_endpoint(
         &self,
         key: &ClientKey,
         exposure: Exposure,
         sight: &Sight,
+        sub: Option<&str>,
         name: &str,
         arguments: &JsonObject,
     ) -> Option<CallToolResult> {
@@ -423,8 +436,32 @@ impl ServerState {
             self.clients.touch(key, pos);
         }
         let api_cfg = served.api_config(&ep.api);
+        let started = crate::store::now_ms();
+        let clock = std::time::Instant::now();
         let outcome = self.invoker.call(ep, api_cfg, arguments).await;
         tracing::debug!(tool = name, status = ?outcome.status, is_error = outcome.is_error, "tool called");
+        if let Some(store) = self.store.get() {
+            let entry = crate::store::AuditEntry {
+                at_ms: started,
+                sub: sub.unwrap_or("-").to_string(),
+                api: ep.api.clone(),
+                endpoint: ep.tool_name.clone(),
+                status: outcome.status.unwrap_or(0),
+                latency_ms: u32::try_from(clock.elapsed().as_millis()).unwrap_or(u32::MAX),
+            };
+            // The call's result stands whatever the log does: a store that is away is
+            // reported, never the client's failure.
+            let wait = std::time::Duration::from_secs(2);
+            match tokio::time::timeout(wait, store.record_call(&entry)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, api = %entry.api, endpoint = %entry.endpoint, "audit: the call could not be recorded");
+                }
+                Err(_) => {
+                    tracing::error!(api = %entry.api, endpoint = %entry.endpoint, "audit: the state store did not answer within 2 s; the call is not recorded");
+                }
+            }
+        }
         Some(outcome::to_result(outcome))
     }
 
