@@ -210,6 +210,19 @@ async fn sqlite_store() {
     );
 }
 
+/// A store at schema version 1 (`old`, at `location`) gets a token, is closed, and opens
+/// again with today's schema: upgraded, the token kept. The upgraded store is returned.
+async fn upgrades_keeping_data(old: Store, location: &Location) -> Store {
+    assert_eq!(old.backend().schema_version().await.unwrap(), 1);
+    old.put_token("alice", "gh", &token("kept")).await.unwrap();
+    drop(old);
+    let store = Store::open(location, sealer()).await.unwrap();
+    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    let kept = store.token("alice", "gh").await.unwrap().unwrap();
+    assert_eq!(kept.access_token, "kept");
+    store
+}
+
 #[tokio::test]
 async fn sqlite_store_written_by_an_older_schema_opens() {
     let dir = tempfile::tempdir().unwrap();
@@ -218,22 +231,7 @@ async fn sqlite_store_written_by_an_older_schema_opens() {
         Arc::new(SqliteBackend::open_at(&path, 1).await.unwrap()),
         sealer(),
     );
-    assert_eq!(old.backend().schema_version().await.unwrap(), 1);
-    old.put_token("alice", "gh", &token("kept")).await.unwrap();
-    drop(old);
-    let store = Store::open(&Location::Sqlite(path.clone()), sealer())
-        .await
-        .unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
-    assert_eq!(
-        store
-            .token("alice", "gh")
-            .await
-            .unwrap()
-            .unwrap()
-            .access_token,
-        "kept"
-    );
+    let store = upgrades_keeping_data(old, &Location::Sqlite(path.clone())).await;
     drop(store);
     // A store from a newer shortlist is refused, not guessed at.
     let c = rusqlite::Connection::open(&path).unwrap();
@@ -307,22 +305,7 @@ async fn postgres_store() {
         Arc::new(PostgresBackend::open_at(&old_url, 1).await.unwrap()),
         sealer(),
     );
-    assert_eq!(old.backend().schema_version().await.unwrap(), 1);
-    old.put_token("alice", "gh", &token("kept")).await.unwrap();
-    drop(old);
-    let upgraded = Store::open(&Location::Postgres(old_url.clone()), sealer())
-        .await
-        .unwrap();
-    assert_eq!(upgraded.backend().schema_version().await.unwrap(), 2);
-    assert_eq!(
-        upgraded
-            .token("alice", "gh")
-            .await
-            .unwrap()
-            .unwrap()
-            .access_token,
-        "kept"
-    );
+    let _upgraded = upgrades_keeping_data(old, &Location::Postgres(old_url.clone())).await;
     let (raw, conn) = tokio_postgres::connect(&old_url, tokio_postgres::NoTls)
         .await
         .unwrap();
