@@ -17,11 +17,12 @@
 use super::clients::ClientKey;
 use super::exposure::Era;
 use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
-use super::state::{error_result, json_result, ServerState};
+use super::state::{error_result, json_result, Caller, ServerState};
 use super::visibility::Sight;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -111,17 +112,39 @@ impl ShortlistServer {
         Sight::of(&self.state.served(), principal(ctx))
     }
 
+    /// Calls the endpoint `name` for this request's caller: the one path behind a direct
+    /// call and `call_tool`. `Err` is the message for a name the caller has no tool of.
+    async fn call_endpoint(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        name: &str,
+        args: &JsonObject,
+    ) -> Result<CallToolResult, String> {
+        let caller = self.caller(ctx);
+        match self.state.call_endpoint(&caller, name, args).await {
+            Some(r) => Ok(r),
+            None => Err(self.state.unknown_tool(name, &caller.sight)),
+        }
+    }
+
+    /// Who this request comes from and what it may see.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
+        Caller {
+            key: self.client_key(ctx),
+            exposure: self.exposure(ctx),
+            sight: self.sight(ctx),
+            sub: principal(ctx).map(|p| p.sub.clone()),
+        }
+    }
+
     async fn find_tools(
         &self,
         ctx: &RequestContext<RoleServer>,
         args: &JsonObject,
     ) -> CallToolResponse {
-        let key = self.client_key(ctx);
-        let exposure = self.exposure(ctx);
-        let found = self
-            .state
-            .find(&key, exposure, &self.sight(ctx), args)
-            .await;
+        let caller = self.caller(ctx);
+        let key = &caller.key;
+        let found = self.state.find(&caller, args).await;
         if found.is_error() {
             let msg = found.result["error"]
                 .as_str()
@@ -203,11 +226,9 @@ impl ServerHandler for ShortlistServer {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let key = self.client_key(&ctx);
-        let exposure = self.exposure(&ctx);
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         self.state
-            .list_tools(&key, exposure, &self.sight(&ctx), cursor)
+            .list_tools(&self.caller(&ctx), cursor)
             .map_err(|msg| McpError::invalid_params(msg, None))
     }
 
@@ -234,18 +255,8 @@ impl ServerHandler for ShortlistServer {
         let name = request.name.as_ref();
         match name {
             FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),
-            DESCRIBE_TOOL => {
-                let key = self.client_key(&ctx);
-                let exposure = self.exposure(&ctx);
-                Ok(self
-                    .state
-                    .describe(&key, exposure, &self.sight(&ctx), &args)
-                    .into())
-            }
+            DESCRIBE_TOOL => Ok(self.state.describe(&self.caller(&ctx), &args).into()),
             CALL_TOOL => {
-                let key = self.client_key(&ctx);
-                let exposure = self.exposure(&ctx);
-                let sight = self.sight(&ctx);
                 let call = match meta_tools::call_args(&args) {
                     Ok(c) => c,
                     Err(msg) => return Ok(error_result(format!("call_tool: {msg}")).into()),
@@ -257,46 +268,18 @@ impl ServerHandler for ShortlistServer {
                     ))
                     .into());
                 }
-                match self
-                    .state
-                    .call_endpoint(
-                        &key,
-                        exposure,
-                        &sight,
-                        principal(&ctx).map(|p| p.sub.as_str()),
-                        &call.name,
-                        &call.arguments,
-                    )
-                    .await
-                {
-                    Some(r) => Ok(r.into()),
-                    None => Ok(error_result(self.state.unknown_tool(&call.name, &sight)).into()),
-                }
+                Ok(
+                    match self.call_endpoint(&ctx, &call.name, &call.arguments).await {
+                        Ok(r) => r.into(),
+                        Err(unknown) => error_result(unknown).into(),
+                    },
+                )
             }
-            _ => {
-                let key = self.client_key(&ctx);
-                let exposure = self.exposure(&ctx);
-                let sight = self.sight(&ctx);
-                match self
-                    .state
-                    .call_endpoint(
-                        &key,
-                        exposure,
-                        &sight,
-                        principal(&ctx).map(|p| p.sub.as_str()),
-                        name,
-                        &args,
-                    )
-                    .await
-                {
-                    Some(r) => Ok(r.into()),
-                    // MCP makes an unknown tool a protocol error (-32602).
-                    None => Err(McpError::invalid_params(
-                        self.state.unknown_tool(name, &sight),
-                        None,
-                    )),
-                }
-            }
+            // MCP makes an unknown tool a protocol error (-32602).
+            _ => match self.call_endpoint(&ctx, name, &args).await {
+                Ok(r) => Ok(r.into()),
+                Err(unknown) => Err(McpError::invalid_params(unknown, None)),
+            },
         }
     }
 

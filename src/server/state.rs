@@ -13,7 +13,7 @@ use super::meta_tools::{self, FindArgs};
 use super::outcome;
 use super::served::Served;
 use super::visibility::Sight;
-use crate::catalog::{Catalog, Endpoint};
+use crate::catalog::Catalog;
 use crate::invoke::Invoker;
 use crate::shortlist::explain::Explained;
 use crate::shortlist::{ShortlistError, Shortlister};
@@ -47,6 +47,17 @@ impl Default for ServerOptions {
             answer_tokens: discovery::DEFAULT_ANSWER_TOKENS,
         }
     }
+}
+
+/// Who a request comes from and what that lets it see, read once per request by the
+/// handler: the client (whose shortlist a session has), the exposure its era and client
+/// get, the APIs its authorization shows, and the person (`sub`) for the audit log.
+pub struct Caller {
+    pub key: ClientKey,
+    pub exposure: Exposure,
+    pub sight: Sight,
+    /// `None`: no verified person (stdio, a server without `[auth]`).
+    pub sub: Option<String>,
 }
 
 /// A `find_tools` ranking: the arguments as read and the hits, best first.
@@ -170,11 +181,20 @@ impl ServerState {
     /// that are true of that list. `Err` for a cursor this server never gave.
     pub fn list_tools(
         &self,
-        key: &ClientKey,
-        exposure: Exposure,
-        sight: &Sight,
+        caller: &Caller,
         cursor: Option<&str>,
     ) -> Result<ListToolsResult, String> {
+        let Caller {
+            key,
+            exposure,
+            sight,
+            ..
+        } = caller;
+        let exposure = *exposure;
+        // Only the catalog comes in pages.
+        if cursor.is_some() && exposure != Exposure::Catalog {
+            return Err("invalid cursor".into());
+        }
         let served = self.served();
         let mut tools = if cursor.is_none() {
             self.meta_tools(exposure)
@@ -184,9 +204,6 @@ impl ServerState {
         let mut next = None;
         match exposure {
             Exposure::Dynamic => {
-                if cursor.is_some() {
-                    return Err("invalid cursor".into());
-                }
                 // Most recently exposed last, so a growing list keeps its order.
                 for pos in self.clients.exposed(key) {
                     tools.extend(
@@ -202,11 +219,7 @@ impl ServerState {
                 tools.extend(page.tools);
                 next = page.next;
             }
-            Exposure::Meta => {
-                if cursor.is_some() {
-                    return Err("invalid cursor".into());
-                }
-            }
+            Exposure::Meta => {}
         }
         let (ttl, scope) = cache_hints(exposure, served.limits_callers());
         let mut result = ListToolsResult::with_all_items(tools)
@@ -232,13 +245,8 @@ impl ServerState {
 
     /// `find_tools`: ranks endpoints and, in dynamic exposure, exposes them to `key`.
     /// Without a query it lists the catalog's APIs instead (see [`super::apis`]).
-    pub async fn find(
-        self: &Arc<Self>,
-        key: &ClientKey,
-        exposure: Exposure,
-        sight: &Sight,
-        args: &JsonObject,
-    ) -> Found {
+    pub async fn find(self: &Arc<Self>, caller: &Caller, args: &JsonObject) -> Found {
+        let (exposure, sight) = (caller.exposure, &caller.sight);
         match meta_tools::find_args(args, self.k_limit(exposure)) {
             Ok(FindArgs {
                 query: None, api, ..
@@ -263,26 +271,25 @@ impl ServerState {
         };
         // Without `k`, the answer is sized in tokens: as many hits as fit, no scores.
         let sized = args.k.is_none();
-        let mut shown: Vec<(usize, Value)> = hits
+        let (mut positions, mut values): (Vec<usize>, Vec<Value>) = hits
             .iter()
             .filter_map(|h| {
                 let ep = served.endpoint(h.position)?;
                 Some((h.position, discovery::hit(ep, (!sized).then_some(h.score))))
             })
-            .collect();
+            .unzip();
         if sized {
-            let values: Vec<Value> = shown.iter().map(|(_, v)| v.clone()).collect();
-            shown.truncate(discovery::fitting(&values, self.options.answer_tokens));
+            let n = discovery::fitting(&values, self.options.answer_tokens);
+            positions.truncate(n);
+            values.truncate(n);
         }
         let dynamic = exposure == Exposure::Dynamic;
         let change = if dynamic {
             // What the answer shows joins the client's list, best first.
-            let positions: Vec<usize> = shown.iter().map(|(p, _)| *p).collect();
-            self.clients.expose(key, &positions)
+            self.clients.expose(&caller.key, &positions)
         } else {
             Change::default()
         };
-        let values = shown.into_iter().map(|(_, v)| v).collect();
         let query = args.query.unwrap_or_default();
         Found {
             result: discovery::find_result(&query, values, dynamic, discovery::note(exposure)),
@@ -393,13 +400,8 @@ impl ServerState {
     }
 
     /// `describe_tool`: the full definition, or a message naming the closest tool names.
-    pub fn describe(
-        &self,
-        key: &ClientKey,
-        exposure: Exposure,
-        sight: &Sight,
-        args: &JsonObject,
-    ) -> CallToolResult {
+    pub fn describe(&self, caller: &Caller, args: &JsonObject) -> CallToolResult {
+        let sight = &caller.sight;
         let name = match meta_tools::describe_args(args) {
             Ok(n) => n,
             Err(msg) => return error_result(msg),
@@ -408,8 +410,8 @@ impl ServerState {
         let Some((pos, ep)) = served.lookup(&name).filter(|(_, ep)| sight.sees(&ep.api)) else {
             return error_result(served.unknown_tool_for(&name, sight));
         };
-        let exposed = match exposure {
-            Exposure::Dynamic => self.clients.exposed(key).contains(&pos),
+        let exposed = match caller.exposure {
+            Exposure::Dynamic => self.clients.exposed(&caller.key).contains(&pos),
             Exposure::Catalog => true,
             Exposure::Meta => false,
         };
@@ -419,21 +421,19 @@ impl ServerState {
     /// Calls the endpoint `name` for `key`: the one code path behind both a direct call of
     /// an exposed tool and `call_tool(name, arguments)`, so the two cannot behave
     /// differently. `None` when no endpoint has that name.
-    /// `sub` is the person calling (`None`: no verified person), for the audit log.
-    #[allow(clippy::too_many_arguments)]
+    /// Each call is recorded in the audit log, when the server keeps one.
     pub async fn call_endpoint(
         &self,
-        key: &ClientKey,
-        exposure: Exposure,
-        sight: &Sight,
-        sub: Option<&str>,
+        caller: &Caller,
         name: &str,
         arguments: &JsonObject,
     ) -> Option<CallToolResult> {
         let served = self.served();
-        let (pos, ep) = served.lookup(name).filter(|(_, ep)| sight.sees(&ep.api))?;
-        if exposure == Exposure::Dynamic {
-            self.clients.touch(key, pos);
+        let (pos, ep) = served
+            .lookup(name)
+            .filter(|(_, ep)| caller.sight.sees(&ep.api))?;
+        if caller.exposure == Exposure::Dynamic {
+            self.clients.touch(&caller.key, pos);
         }
         let api_cfg = served.api_config(&ep.api);
         let started = crate::store::now_ms();
@@ -443,7 +443,7 @@ impl ServerState {
         if let Some(store) = self.store.get() {
             let entry = crate::store::AuditEntry {
                 at_ms: started,
-                sub: sub.unwrap_or("-").to_string(),
+                sub: caller.sub.as_deref().unwrap_or("-").to_string(),
                 api: ep.api.clone(),
                 endpoint: ep.tool_name.clone(),
                 status: outcome.status.unwrap_or(0),
@@ -463,11 +463,6 @@ impl ServerState {
             }
         }
         Some(outcome::to_result(outcome))
-    }
-
-    /// The endpoint `name` now served (a copy: the catalog may change after).
-    pub fn endpoint(&self, name: &str) -> Option<Endpoint> {
-        self.served().lookup(name).map(|(_, ep)| ep.clone())
     }
 
     /// The message for a name no endpoint has (or none the caller sees).
