@@ -142,24 +142,22 @@ impl Served {
         page_size: usize,
         sight: &super::visibility::Sight,
     ) -> Result<Page, String> {
-        let tools: Vec<&Tool> = self
-            .catalog_tools()
-            .iter()
-            .filter(|(api, _)| sight.sees(api))
-            .map(|(_, t)| t)
-            .collect();
+        let all = self.catalog_tools();
         let start = match cursor {
             None => 0,
             Some(c) => {
                 let after = decode_cursor(c).ok_or_else(|| "invalid cursor".to_string())?;
-                tools.partition_point(|t| t.name.as_ref() <= after.as_str())
+                all.partition_point(|(_, t)| t.name.as_ref() <= after.as_str())
             }
         };
-        let end = (start + page_size.max(1)).min(tools.len());
-        let page: Vec<Tool> = tools[start..end].iter().map(|t| (*t).clone()).collect();
-        let next = (end < tools.len())
-            .then(|| page.last().map(|t| encode_cursor(&t.name)))
-            .flatten();
+        // One past the page tells whether another page follows; only what is read is
+        // filtered, so a page costs its own length when the caller sees every API.
+        let mut seen = all[start..]
+            .iter()
+            .filter(|(api, _)| sight.sees(api))
+            .map(|(_, t)| t);
+        let page: Vec<Tool> = seen.by_ref().take(page_size.max(1)).cloned().collect();
+        let next = seen.next().and(page.last()).map(|t| encode_cursor(&t.name));
         Ok(Page { tools: page, next })
     }
 
