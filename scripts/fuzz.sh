@@ -45,8 +45,10 @@ sanitizer="${FUZZ_SANITIZER:-address}"
 # One build folder per sanitizer: switching would otherwise rebuild everything.
 target_dir="$ROOT/fuzz/target/$sanitizer"
 # Allocation stack traces make ASan runs 3x slower here (the harnesses allocate a lot);
-# rerun a crashing input without this to get them.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-malloc_context_size=0}"
+# rerun a crashing input without this to get them. The ODR check is off as `cargo fuzz run`
+# turns it off: the bundled SQLite amalgamation has two function-local `aiOff` tables that
+# ASan takes for one global defined twice, and every target links the store.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-malloc_context_size=0:detect_odr_violation=0}"
 # The harnesses write the fuzzed spec and a few sibling files into a scratch folder under
 # TMPDIR; give them one of their own and remove it afterwards.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/shortlist-fuzz.XXXXXX")

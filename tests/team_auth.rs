@@ -17,13 +17,7 @@ use server_common::*;
 use std::time::Duration;
 use support::upstream;
 
-/// A free loopback port: the audience is the server's own `/mcp` URL, known before it starts.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+use oidc::free_port;
 
 fn now() -> u64 {
     std::time::SystemTime::now()

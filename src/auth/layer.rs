@@ -20,15 +20,17 @@ pub async fn require_access_token(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let token = bearer(req.headers().get(header::AUTHORIZATION));
-    let result = match token {
+    let token = bearer(req.headers().get(header::AUTHORIZATION)).map(str::to_string);
+    let result = match &token {
         Some(t) => v.verify(t).await,
         None => Err(AuthError::Missing),
     };
     match result {
         Ok(principal) => {
             tracing::debug!(sub = %principal.sub, "access token verified");
+            let subject = super::SubjectToken(token.unwrap_or_default());
             req.extensions_mut().insert(principal);
+            req.extensions_mut().insert(subject);
             next.run(req).await
         }
         Err(e) => refusal(&v, &e),

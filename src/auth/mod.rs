@@ -17,6 +17,6 @@ pub mod verify;
 pub mod visibility;
 
 pub use layer::require_access_token;
-pub use principal::Principal;
+pub use principal::{Principal, SubjectToken};
 pub use verify::{AuthError, Verifier};
 pub use visibility::api_visible;

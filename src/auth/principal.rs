@@ -39,3 +39,15 @@ impl Principal {
         self.groups.contains(group)
     }
 }
+
+/// The verified access token itself, kept apart from [`Principal`] so only code that asks
+/// for it by this type sees it: the token exchange (RFC 8693) sends it to the identity
+/// provider that issued it, as the subject token. It never goes to an upstream API.
+#[derive(Clone)]
+pub struct SubjectToken(pub String);
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(..)")
+    }
+}

@@ -176,6 +176,82 @@ pub enum AuthConfig {
         username_env: String,
         password_env: String,
     },
+    /// The API's own token from an OAuth authorization server (the client credentials
+    /// grant), for machine-to-machine APIs: one token for everyone, fetched and renewed by
+    /// the server.
+    ClientCredentials {
+        token_url: String,
+        client_id: String,
+        client_secret_env: String,
+        scope: Option<String>,
+        /// RFC 8707 `resource`: the API as the authorization server names it.
+        resource: Option<String>,
+    },
+    /// Each person's own token for an API behind the organisation's identity provider:
+    /// their MCP access token exchanged at `token_url` (RFC 8693) for one whose audience
+    /// is `audience`, the server authenticating as `client_id`. Needs the `[auth]` table.
+    TokenExchange {
+        token_url: String,
+        client_id: String,
+        client_secret_env: String,
+        audience: String,
+        scope: Option<String>,
+    },
+    /// Each person's own token for a third-party API, by the authorization code grant
+    /// with PKCE: the first call that needs it answers with a link the person opens to
+    /// consent; the token is kept sealed in the state store and refreshed. Needs the
+    /// `[auth]` table (the person) and `serve --http` (the redirect comes back to
+    /// `/oauth/callback`).
+    AuthorizationCode {
+        authorize_url: String,
+        token_url: String,
+        client_id: String,
+        /// Absent for a public client (PKCE alone).
+        client_secret_env: Option<String>,
+        scope: Option<String>,
+        /// RFC 8707 `resource`, sent with the authorization request.
+        resource: Option<String>,
+        /// Where tokens are revoked (RFC 7009) when the person disconnects.
+        revocation_url: Option<String>,
+        /// Default: the `/oauth/callback` next to the `[auth]` audience.
+        redirect_uri: Option<String>,
+    },
+}
+
+impl AuthConfig {
+    /// The environment variables this credential reads.
+    pub fn env_vars(&self) -> Vec<&str> {
+        match self {
+            AuthConfig::Bearer { token_env } => vec![token_env],
+            AuthConfig::ApiKey { value_env, .. } => vec![value_env],
+            AuthConfig::Basic {
+                username_env,
+                password_env,
+            } => vec![username_env, password_env],
+            AuthConfig::ClientCredentials {
+                client_secret_env, ..
+            }
+            | AuthConfig::TokenExchange {
+                client_secret_env, ..
+            } => vec![client_secret_env],
+            AuthConfig::AuthorizationCode {
+                client_secret_env, ..
+            } => client_secret_env.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Whether the token depends on who calls (a verified person is needed).
+    pub fn is_per_person(&self) -> bool {
+        matches!(
+            self,
+            AuthConfig::TokenExchange { .. } | AuthConfig::AuthorizationCode { .. }
+        )
+    }
+
+    /// Whether the server obtains the token at run time (rather than reading it).
+    pub fn is_obtained(&self) -> bool {
+        self.is_per_person() || matches!(self, AuthConfig::ClientCredentials { .. })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
-use shortlist::catalog::{AuthConfig, CatalogConfig};
+use shortlist::catalog::CatalogConfig;
 use shortlist::index::Origin;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -168,14 +168,7 @@ pub fn credential_variables(cfg: &CatalogConfig) -> Vec<String> {
         .apis
         .iter()
         .filter_map(|a| a.auth.as_ref())
-        .flat_map(|auth| match auth {
-            AuthConfig::Bearer { token_env } => vec![token_env.clone()],
-            AuthConfig::ApiKey { value_env, .. } => vec![value_env.clone()],
-            AuthConfig::Basic {
-                username_env,
-                password_env,
-            } => vec![username_env.clone(), password_env.clone()],
-        })
+        .flat_map(|auth| auth.env_vars().into_iter().map(str::to_string))
         .collect();
     vars.sort();
     vars.dedup();

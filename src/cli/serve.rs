@@ -234,7 +234,10 @@ pub fn load_state(
         stats.embedded,
         stats.reused,
     );
-    let invoker = Invoker::new().context("cannot create the HTTP client")?;
+    let audience = catalog_args.config()?.auth.map(|a| a.audience);
+    let invoker = Invoker::new()
+        .context("cannot create the HTTP client")?
+        .with_audience(audience.as_deref());
     let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
     Ok((state, digest))
 }

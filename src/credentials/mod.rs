@@ -4,14 +4,21 @@
 //!   client credentials grant, for machine-to-machine APIs).
 //! - [`token_exchange`]: a person's token for an API behind the organisation's identity
 //!   provider, exchanged for their MCP access token (RFC 8693, on behalf of the caller).
+//! - [`authorization_code`]: a person's token for a third-party API, after they consent
+//!   once in a browser (PKCE); kept sealed in the state store and refreshed.
+//! - [`broker`]: which of these an API's config names, and the token for one call.
 //!
-//! Both cache tokens until shortly before they expire. This module knows nothing of MCP: it
-//! speaks OAuth to token endpoints.
+//! Tokens are used until shortly before they expire. This module knows nothing of MCP: it
+//! speaks OAuth to token endpoints and keeps per-person tokens in the state store.
 
+pub mod authorization_code;
+pub mod broker;
 pub mod client_credentials;
 pub mod token_endpoint;
 pub mod token_exchange;
 
+pub use authorization_code::{AuthorizationCode, AuthorizationCodeSettings};
+pub use broker::{Broker, Grant, Person};
 pub use client_credentials::ClientCredentials;
 pub use token_exchange::TokenExchange;
 

@@ -13,8 +13,21 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TokenEndpoint {
     url: String,
     client_id: String,
+    /// Empty for a public client, which names itself in the form instead (PKCE alone
+    /// proves it is the one that started the flow).
     client_secret: String,
     http: reqwest::Client,
+}
+
+/// What a token endpoint granted.
+pub struct Granted {
+    pub access_token: String,
+    pub lifetime: Duration,
+    /// Whether the server said how long the token lives (`expires_in`).
+    pub lifetime_announced: bool,
+    pub refresh_token: Option<String>,
+    /// The scopes granted, when the server says.
+    pub scope: Option<String>,
 }
 
 impl std::fmt::Debug for TokenEndpoint {
@@ -53,12 +66,70 @@ impl TokenEndpoint {
         &self,
         form: &[(&str, &str)],
     ) -> Result<(String, Duration), CredentialError> {
-        let res = self
+        self.grant(form).await.map(|g| (g.access_token, g.lifetime))
+    }
+
+    /// The client id this endpoint authenticates as.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The client secret (empty for a public client), for a sibling endpoint of the
+    /// same authorization server.
+    pub(super) fn secret(&self) -> &str {
+        &self.client_secret
+    }
+
+    /// The client's authentication on a request: HTTP Basic, or the id in the form.
+    fn authenticated<'a>(
+        &'a self,
+        form: &[(&'a str, &'a str)],
+    ) -> (reqwest::RequestBuilder, Vec<(&'a str, &'a str)>) {
+        let mut req = self
             .http
             .post(&self.url)
-            .basic_auth(&self.client_id, Some(&self.client_secret))
-            .header(reqwest::header::ACCEPT, "application/json")
-            .form(form)
+            .header(reqwest::header::ACCEPT, "application/json");
+        let mut fields: Vec<(&str, &str)> = form.to_vec();
+        if self.client_secret.is_empty() {
+            fields.push(("client_id", &self.client_id));
+        } else {
+            req = req.basic_auth(&self.client_id, Some(&self.client_secret));
+        }
+        (req, fields)
+    }
+
+    /// Posts `form` where only success matters (token revocation, RFC 7009).
+    pub async fn post_only(&self, form: &[(&str, &str)]) -> Result<(), CredentialError> {
+        let (req, fields) = self.authenticated(form);
+        let res = req
+            .form(&fields)
+            .send()
+            .await
+            .map_err(|e| CredentialError::Unreachable {
+                url: self.url.clone(),
+                reason: e.without_url().to_string(),
+            })?;
+        if res.status().is_success() {
+            return Ok(());
+        }
+        Err(CredentialError::Refused {
+            url: self.url.clone(),
+            client_id: self.client_id.clone(),
+            reason: format!("HTTP {}", res.status().as_u16()),
+        })
+    }
+
+    /// The token endpoint's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Posts `form` with the client's credentials (or, for a public client, its id);
+    /// everything the server granted.
+    pub async fn grant(&self, form: &[(&str, &str)]) -> Result<Granted, CredentialError> {
+        let (req, fields) = self.authenticated(form);
+        let res = req
+            .form(&fields)
             .send()
             .await
             .map_err(|e| CredentialError::Unreachable {
@@ -69,12 +140,23 @@ impl TokenEndpoint {
         let body: serde_json::Value = res.json().await.unwrap_or_default();
         match body.get("access_token").and_then(|v| v.as_str()) {
             Some(t) if status.is_success() && !t.is_empty() => {
-                let lifetime = body
+                let announced = body
                     .get("expires_in")
                     .and_then(|v| v.as_u64())
-                    .map(Duration::from_secs)
-                    .unwrap_or(DEFAULT_LIFETIME);
-                Ok((t.to_string(), lifetime))
+                    .map(Duration::from_secs);
+                let text = |k: &str| {
+                    body.get(k)
+                        .and_then(|v| v.as_str())
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_string)
+                };
+                Ok(Granted {
+                    access_token: t.to_string(),
+                    lifetime: announced.unwrap_or(DEFAULT_LIFETIME),
+                    lifetime_announced: announced.is_some(),
+                    refresh_token: text("refresh_token"),
+                    scope: text("scope"),
+                })
             }
             _ => {
                 // The OAuth error fields only: an error body could echo what was sent.
@@ -83,7 +165,12 @@ impl TokenEndpoint {
                 for part in [field("error"), field("error_description")] {
                     if !part.is_empty() {
                         reason.push_str(": ");
-                        reason.push_str(&part.replace(&self.client_secret, "***"));
+                        let part = if self.client_secret.is_empty() {
+                            part.to_string()
+                        } else {
+                            part.replace(&self.client_secret, "***")
+                        };
+                        reason.push_str(&part);
                     }
                 }
                 Err(CredentialError::Refused {

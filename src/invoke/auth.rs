@@ -46,11 +46,13 @@ impl std::fmt::Debug for Credentials {
 }
 
 /// Reads the credentials of `auth` for API `api`, registering every secret with
-/// `redactor` (which masks it in every spelling, see `redact`).
+/// `redactor` (which masks it in every spelling, see `redact`). `obtained` is the token
+/// an OAuth grant gave for this call, for the kinds whose token is obtained at run time.
 pub fn resolve(
     auth: Option<&AuthConfig>,
     api: &str,
     env: &EnvLookup,
+    obtained: Option<&str>,
     redactor: &mut Redactor,
 ) -> Result<Credentials, String> {
     let mut creds = Credentials::default();
@@ -107,6 +109,22 @@ pub fn resolve(
                 .headers
                 .push(("Authorization".into(), format!("Basic {token}")));
         }
+        AuthConfig::ClientCredentials { .. }
+        | AuthConfig::TokenExchange { .. }
+        | AuthConfig::AuthorizationCode { .. } => {
+            let token = obtained.ok_or_else(|| {
+                format!("API '{api}': no token was obtained for this call (see `auth` in the catalog config)")
+            })?;
+            if token.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+                return Err(format!(
+                    "API '{api}': the token endpoint returned a token with a line break; it cannot be sent in a header"
+                ));
+            }
+            redactor.add(token);
+            creds
+                .headers
+                .push(("Authorization".into(), format!("Bearer {token}")));
+        }
     }
     Ok(creds)
 }
@@ -139,7 +157,14 @@ mod tests {
         let auth = AuthConfig::Bearer {
             token_env: "TMDB_TOKEN".into(),
         };
-        let err = resolve(Some(&auth), "tmdb", &env(&[]), &mut Redactor::default()).unwrap_err();
+        let err = resolve(
+            Some(&auth),
+            "tmdb",
+            &env(&[]),
+            None,
+            &mut Redactor::default(),
+        )
+        .unwrap_err();
         assert!(
             err.contains("environment variable TMDB_TOKEN is not set"),
             "{err}"
@@ -151,8 +176,14 @@ mod tests {
             } else {
                 &[("TMDB_TOKEN", "${TMDB_TOKEN}")]
             };
-            let err =
-                resolve(Some(&auth), "tmdb", &env(vars), &mut Redactor::default()).unwrap_err();
+            let err = resolve(
+                Some(&auth),
+                "tmdb",
+                &env(vars),
+                None,
+                &mut Redactor::default(),
+            )
+            .unwrap_err();
             assert!(
                 err.contains("holds the placeholder") && err.contains(placeholder),
                 "{err}"
@@ -168,7 +199,14 @@ mod tests {
             value_env: "K".into(),
         };
         let mut r = Redactor::default();
-        let c = resolve(Some(&auth), "tmdb", &env(&[("K", "s3cr/t key")]), &mut r).unwrap();
+        let c = resolve(
+            Some(&auth),
+            "tmdb",
+            &env(&[("K", "s3cr/t key")]),
+            None,
+            &mut r,
+        )
+        .unwrap();
         assert_eq!(c.query, ["api_key=s3cr%2Ft%20key"]);
         let text =
             "GET http://h/x?api_key=s3cr%2Ft%20key failed; echoed s3cr/t key and s3cr%2Ft+key";
@@ -189,6 +227,7 @@ mod tests {
             Some(&auth),
             "a",
             &env(&[("U", "aladdin"), ("P", "opensesame")]),
+            None,
             &mut r,
         )
         .unwrap();
@@ -208,6 +247,7 @@ mod tests {
             Some(&bearer),
             "a",
             &env(&[("T", "abc\r\nX-Evil: 1")]),
+            None,
             &mut r,
         )
         .unwrap_err();

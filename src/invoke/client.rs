@@ -20,6 +20,8 @@ use super::request::{build_request, host_of, register_user_info, PreparedRequest
 use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, ResponseHead};
 use super::validate::validate;
 use crate::catalog::{ApiConfig, Endpoint, Method};
+use crate::credentials::{Broker, Grant, Person};
+use crate::store::Store;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -63,6 +65,29 @@ pub struct Invoker {
     options: InvokerOptions,
     env: Arc<EnvLookup>,
     fixed: Arc<HashMap<String, Vec<IpAddr>>>,
+    /// Tokens obtained at run time (OAuth grants), with the same secret lookup.
+    broker: Arc<Broker>,
+}
+
+/// Who a call is made for, and where per-person tokens live.
+#[derive(Clone, Copy, Default)]
+pub struct CallFor<'a> {
+    /// The verified person (`None`: stdio, the CLI, a server without `[auth]`).
+    pub person: Option<&'a Person>,
+    pub store: Option<&'a Store>,
+}
+
+/// What [`Invoker::call_for`] came to.
+#[derive(Debug)]
+pub enum Called {
+    /// The call ran (or failed readably).
+    Done(CallOutcome),
+    /// The API needs the person's consent first: they open `link`, then call again.
+    Consent {
+        api: String,
+        link: String,
+        state: String,
+    },
 }
 
 impl std::fmt::Debug for Invoker {
@@ -82,13 +107,27 @@ impl Invoker {
     /// An invoker with these options.
     pub fn with_options(options: InvokerOptions) -> Result<Invoker, reqwest::Error> {
         let fixed = Arc::new(HashMap::new());
+        let env: Arc<EnvLookup> = Arc::new(auth::process_env);
         Ok(Invoker {
             http: client(&options, false, &fixed)?,
             http_link_local: client(&options, true, &fixed)?,
             options,
-            env: Arc::new(auth::process_env),
+            broker: Arc::new(Broker::new(Arc::clone(&env), None)),
+            env,
             fixed,
         })
+    }
+
+    /// Places the OAuth callback of consent-based APIs beside `audience` (the server's
+    /// `/mcp` URL, the `[auth]` audience).
+    pub fn with_audience(mut self, audience: Option<&str>) -> Invoker {
+        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), audience));
+        self
+    }
+
+    /// The broker that obtains OAuth tokens (the OAuth callback and disconnects use it).
+    pub fn broker(&self) -> &Broker {
+        &self.broker
     }
 
     /// Resolves these host names to these addresses instead of asking the system (tests
@@ -110,6 +149,7 @@ impl Invoker {
         lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Invoker {
         self.env = Arc::new(lookup);
+        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), None));
         self
     }
 
@@ -126,12 +166,64 @@ impl Invoker {
         api_cfg: Option<&ApiConfig>,
         args: &Map<String, Value>,
     ) -> CallOutcome {
-        let mut redactor = Redactor::default();
-        let outcome = self.run(ep, api_cfg, args, &mut redactor).await;
-        if outcome.is_error {
-            tracing::debug!(tool = %ep.tool_name, status = ?outcome.status, "call failed");
+        match self.call_for(ep, api_cfg, args, CallFor::default()).await {
+            Called::Done(outcome) => outcome,
+            Called::Consent { api, link, .. } => CallOutcome::error(format!(
+                "API '{api}' needs your consent first: open {link} and call again"
+            )),
         }
-        outcome.redacted(&redactor)
+    }
+
+    /// Calls `ep` for a person: the same as [`Invoker::call`], with the person's own
+    /// token for APIs whose credentials are per person. A token the API refuses (`401`)
+    /// is forgotten and the call made once more with a fresh one.
+    pub async fn call_for(
+        &self,
+        ep: &Endpoint,
+        api_cfg: Option<&ApiConfig>,
+        args: &Map<String, Value>,
+        who: CallFor<'_>,
+    ) -> Called {
+        let obtained = api_cfg
+            .and_then(|c| c.auth.as_ref())
+            .filter(|a| a.is_obtained());
+        let mut retried = false;
+        loop {
+            let token = match obtained {
+                Some(auth) => match self
+                    .broker
+                    .grant(&ep.api, auth, who.person, who.store)
+                    .await
+                {
+                    Ok(Grant::Token(t)) => Some(t),
+                    Ok(Grant::Consent { link, state }) => {
+                        return Called::Consent {
+                            api: ep.api.clone(),
+                            link,
+                            state,
+                        }
+                    }
+                    Err(e) => return Called::Done(CallOutcome::error(e)),
+                },
+                None => None,
+            };
+            let mut redactor = Redactor::default();
+            let outcome = self
+                .run(ep, api_cfg, args, token.as_deref(), &mut redactor)
+                .await;
+            if let (Some(auth), Some(401), false) = (obtained, outcome.status, retried) {
+                tracing::info!(api = %ep.api, "the API refused an obtained token; getting a fresh one");
+                self.broker
+                    .refused(&ep.api, auth, who.person, who.store)
+                    .await;
+                retried = true;
+                continue;
+            }
+            if outcome.is_error {
+                tracing::debug!(tool = %ep.tool_name, status = ?outcome.status, "call failed");
+            }
+            return Called::Done(outcome.redacted(&redactor));
+        }
     }
 
     async fn run(
@@ -139,6 +231,7 @@ impl Invoker {
         ep: &Endpoint,
         cfg: Option<&ApiConfig>,
         args: &Map<String, Value>,
+        token: Option<&str>,
         redactor: &mut Redactor,
     ) -> CallOutcome {
         if cfg.is_some_and(|c| c.read_only)
@@ -158,6 +251,7 @@ impl Invoker {
             cfg.and_then(|c| c.auth.as_ref()),
             &ep.api,
             self.env.as_ref(),
+            token,
             redactor,
         ) {
             Ok(c) => c,

@@ -30,7 +30,7 @@ pub mod validate;
 
 pub use annotations::{annotations, ToolAnnotations};
 pub use args::{arguments, ArgSpec, ArgTarget, BODY_ARG};
-pub use client::{Invoker, InvokerOptions};
+pub use client::{CallFor, Called, Invoker, InvokerOptions};
 pub use outcome::CallOutcome;
 pub use schema::input_schema;
 pub use validate::{validate, ValidArgs, ValidationError};

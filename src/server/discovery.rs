@@ -247,6 +247,9 @@ fn auth(ep: &Endpoint, api_cfg: Option<&ApiConfig>) -> Value {
         AuthConfig::Bearer { .. } => "bearer token",
         AuthConfig::ApiKey { .. } => "API key",
         AuthConfig::Basic { .. } => "basic auth",
+        AuthConfig::ClientCredentials { .. } => "OAuth client credentials",
+        AuthConfig::TokenExchange { .. } => "your own token (exchanged for your sign-in)",
+        AuthConfig::AuthorizationCode { .. } => "your own token (you consent once, by a link)",
     });
     json!({
         "requires": if alternatives.is_empty() { Value::Null } else { json!(alternatives) },

@@ -15,12 +15,13 @@
 //!   registry and told when the catalog changes.
 
 use super::clients::ClientKey;
+use super::consent;
 use super::exposure::Era;
 use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
-use super::state::{error_result, json_result, Caller, ServerState};
+use super::state::{error_result, json_result, CallResult, Caller, ServerState};
 use super::visibility::Sight;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    CallToolRequestParams, CallToolResponse, Implementation, InputResponses, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
     SubscriptionFilter,
 };
@@ -114,16 +115,33 @@ impl ShortlistServer {
 
     /// Calls the endpoint `name` for this request's caller: the one path behind a direct
     /// call and `call_tool`. `Err` is the message for a name the caller has no tool of.
+    /// An API that needs the person's consent first asks for it ([`consent`]);
+    /// `answered` is what a 2026-07-28 retry brings back.
     async fn call_endpoint(
         &self,
         ctx: &RequestContext<RoleServer>,
         name: &str,
         args: &JsonObject,
-    ) -> Result<CallToolResult, String> {
+        answered: Option<&InputResponses>,
+    ) -> Result<CallToolResponse, String> {
         let caller = self.caller(ctx);
-        match self.state.call_endpoint(&caller, name, args).await {
-            Some(r) => Ok(r),
-            None => Err(self.state.unknown_tool(name, &caller.sight)),
+        let called = self.state.call_endpoint(&caller, name, args).await;
+        let Some(called) = called else {
+            return Err(self.state.unknown_tool(name, &caller.sight));
+        };
+        let (api, link, state) = match called {
+            CallResult::Done(r) => return Ok(r.into()),
+            CallResult::Consent { api, link, state } => (api, link, state),
+        };
+        match consent::ask(ctx, era(ctx), &api, &link, &state, answered).await {
+            consent::Asked::Answer(r) => Ok(*r),
+            consent::Asked::Retry => match self.state.call_endpoint(&caller, name, args).await {
+                Some(CallResult::Done(r)) => Ok(r.into()),
+                Some(CallResult::Consent { api, link, .. }) => {
+                    Ok(consent::unfinished(&api, &link).into())
+                }
+                None => Err(self.state.unknown_tool(name, &caller.sight)),
+            },
         }
     }
 
@@ -134,6 +152,7 @@ impl ShortlistServer {
             exposure: self.exposure(ctx),
             sight: self.sight(ctx),
             sub: principal(ctx).map(|p| p.sub.clone()),
+            person: person(ctx),
         }
     }
 
@@ -189,6 +208,19 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Option<&crate::auth::Principal
     ctx.extensions
         .get::<axum::http::request::Parts>()
         .and_then(crate::auth::Principal::from_parts)
+}
+
+/// The verified person with their access token, for APIs called with each person's own
+/// token (the token goes only to the identity provider that issued it).
+fn person(ctx: &RequestContext<RoleServer>) -> Option<crate::credentials::Person> {
+    let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+    let p = crate::auth::Principal::from_parts(parts)?;
+    let token = parts.extensions.get::<crate::auth::SubjectToken>()?;
+    Some(crate::credentials::Person {
+        sub: p.sub.clone(),
+        subject_token: token.0.clone(),
+        expires_at: p.expires_at,
+    })
 }
 
 /// The protocol era of a request: 2026-07-28 or later is stateless.
@@ -251,7 +283,8 @@ impl ServerHandler for ShortlistServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request.arguments.unwrap_or_default();
+        let answered = request.input_responses.as_ref();
+        let args = request.arguments.clone().unwrap_or_default();
         let name = request.name.as_ref();
         match name {
             FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),
@@ -269,17 +302,20 @@ impl ServerHandler for ShortlistServer {
                     .into());
                 }
                 Ok(
-                    match self.call_endpoint(&ctx, &call.name, &call.arguments).await {
-                        Ok(r) => r.into(),
+                    match self
+                        .call_endpoint(&ctx, &call.name, &call.arguments, answered)
+                        .await
+                    {
+                        Ok(r) => r,
                         Err(unknown) => error_result(unknown).into(),
                     },
                 )
             }
             // MCP makes an unknown tool a protocol error (-32602).
-            _ => match self.call_endpoint(&ctx, name, &args).await {
-                Ok(r) => Ok(r.into()),
-                Err(unknown) => Err(McpError::invalid_params(unknown, None)),
-            },
+            _ => self
+                .call_endpoint(&ctx, name, &args, answered)
+                .await
+                .map_err(|unknown| McpError::invalid_params(unknown, None)),
         }
     }
 

@@ -77,6 +77,14 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
     let guard = Guard::new(opts.auth_token.as_deref(), hosts);
     let state_for_console = Arc::clone(&state);
     let probes = super::probes::routes(Arc::clone(&state), shutdown.clone());
+    let connections = super::oauth::connection_routes(Arc::clone(&state)).layer(
+        axum::middleware::from_fn_with_state(guard.clone(), require_host),
+    );
+    // The browser coming back from an authorization server has no access token: the
+    // consent's unguessable `state` is what it carries.
+    let callback = super::oauth::callback_routes(Arc::clone(&state)).layer(
+        axum::middleware::from_fn_with_state(guard.clone(), require_host),
+    );
     let legacy = Router::new()
         .route("/sse", get(legacy_sse::connect))
         .route("/message", post(legacy_sse::message))
@@ -96,7 +104,8 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
             guard.clone(),
             require_origin,
         ))
-        .merge(legacy);
+        .merge(legacy)
+        .merge(connections);
     let app = match (&opts.oauth, &opts.auth_token) {
         (Some(verifier), _) => app
             .layer(axum::middleware::from_fn_with_state(
@@ -122,7 +131,7 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
         _ => console,
     };
     // Probes come without a token and by the pod's address: outside every guard.
-    app.merge(console).merge(probes)
+    app.merge(console).merge(probes).merge(callback)
 }
 
 /// The console's pages under `/console`, behind the `Host` and `Origin` checks and, when

@@ -17,6 +17,7 @@
 
 pub mod apis;
 pub mod clients;
+pub mod consent;
 pub mod discovery;
 pub mod exposure;
 pub mod guard;
@@ -25,6 +26,7 @@ pub mod http;
 pub mod legacy_sse;
 pub mod memory;
 pub mod meta_tools;
+pub mod oauth;
 pub mod outcome;
 pub mod parse_error;
 pub mod probes;

@@ -58,6 +58,20 @@ pub struct Caller {
     pub sight: Sight,
     /// `None`: no verified person (stdio, a server without `[auth]`).
     pub sub: Option<String>,
+    /// The verified person, for APIs called with each person's own token.
+    pub person: Option<crate::credentials::Person>,
+}
+
+/// What calling an endpoint came to.
+pub enum CallResult {
+    /// The call's result, success or a readable failure.
+    Done(CallToolResult),
+    /// The API needs the person's consent first: `link` is theirs to open.
+    Consent {
+        api: String,
+        link: String,
+        state: String,
+    },
 }
 
 /// A `find_tools` ranking: the arguments as read and the hits, best first.
@@ -427,7 +441,7 @@ impl ServerState {
         caller: &Caller,
         name: &str,
         arguments: &JsonObject,
-    ) -> Option<CallToolResult> {
+    ) -> Option<CallResult> {
         let served = self.served();
         let (pos, ep) = served
             .lookup(name)
@@ -438,7 +452,17 @@ impl ServerState {
         let api_cfg = served.api_config(&ep.api);
         let started = crate::store::now_ms();
         let clock = std::time::Instant::now();
-        let outcome = self.invoker.call(ep, api_cfg, arguments).await;
+        let who = crate::invoke::CallFor {
+            person: caller.person.as_ref(),
+            store: self.store.get(),
+        };
+        let outcome = match self.invoker.call_for(ep, api_cfg, arguments, who).await {
+            crate::invoke::Called::Done(o) => o,
+            crate::invoke::Called::Consent { api, link, state } => {
+                tracing::info!(api = %api, sub = caller.sub.as_deref().unwrap_or("-"), "consent asked for");
+                return Some(CallResult::Consent { api, link, state });
+            }
+        };
         tracing::debug!(tool = name, status = ?outcome.status, is_error = outcome.is_error, "tool called");
         if let Some(store) = self.store.get() {
             let entry = crate::store::AuditEntry {
@@ -462,7 +486,17 @@ impl ServerState {
                 }
             }
         }
-        Some(outcome::to_result(outcome))
+        Some(CallResult::Done(outcome::to_result(outcome)))
+    }
+
+    /// The invoker, whose broker finishes consents and disconnects people.
+    pub fn invoker(&self) -> &Invoker {
+        &self.invoker
+    }
+
+    /// The state store, when the server keeps one.
+    pub fn store(&self) -> Option<&crate::store::Store> {
+        self.store.get()
     }
 
     /// The message for a name no endpoint has (or none the caller sees).

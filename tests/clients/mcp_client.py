@@ -22,6 +22,11 @@ scripts/setup-test-tools.sh) so that a real, independent client checks the serve
                arrives as a plain notification, received through `message_handler`.
 --client-name  the clientInfo.name sent at initialization, to act as a known client.
 
+--consent-as LOGIN  handle URL elicitations (the client then declares elicitation): open the
+               link as a person would (tests/clients/browser_consent.py signs in at the test
+               provider as LOGIN and allows access), then accept. Each is recorded under
+               "elicitations". --consent-deny declines instead, without opening the link.
+
 --mode auto    the SDK default: probes `server/discover` and speaks 2026-07-28 if the server
                does (falls back to legacy otherwise). At 2026-07-28 change notifications
                only travel on a `subscriptions/listen` stream, so one is opened with
@@ -57,6 +62,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
+import browser_consent
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -176,8 +182,21 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
     # 2024-11-05 has only the initialize handshake: no discovery probe on that transport.
     mode = "legacy" if args.sse else args.mode
     info = types.Implementation(name=args.client_name, version="1.0") if args.client_name else None
+    elicitation = None
+    if args.consent_as or args.consent_deny:
+        doc["elicitations"] = []
+
+        async def elicitation(context, params):
+            entry = {"mode": getattr(params, "mode", "form"), "message": params.message,
+                     "url": getattr(params, "url", None)}
+            doc["elicitations"].append(entry)
+            if args.consent_deny or entry["url"] is None:
+                return types.ElicitResult(action="decline")
+            entry["page"] = await browser_consent.consent(entry["url"], args.consent_as)
+            return types.ElicitResult(action="accept")
+
     client = Client(server, mode=mode, message_handler=on_message, read_timeout_seconds=args.timeout,
-                    client_info=info)
+                    client_info=info, elicitation_callback=elicitation)
     async with AsyncExitStack() as stack:
         if args.header and not args.sse:  # a caller-supplied httpx client must be open before the transport uses it
             await stack.enter_async_context(http)
@@ -255,6 +274,8 @@ def main() -> int:
     ap.add_argument("--header", action="append", default=[], help='HTTP header "Name: value"')
     ap.add_argument("--timeout", type=float, default=30, help="per-request read timeout (s)")
     ap.add_argument("--client-name", help="clientInfo.name to send (default: the SDK's)")
+    ap.add_argument("--consent-as", help="handle URL elicitations by consenting as this login")
+    ap.add_argument("--consent-deny", action="store_true", help="decline URL elicitations")
     ap.add_argument("--total-timeout", type=float, default=120, help="whole run (s)")
     args = ap.parse_args()
 

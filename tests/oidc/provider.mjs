@@ -15,12 +15,26 @@
 // a person's access token from this provider (`subject_token`) for one with the requested
 // `audience`, the same `sub` and `act: {sub: "shortlist-server"}`, signed RS256.
 //
+// The client `notes-app` (secret `notes-app-secret`) stands for a third-party API's own
+// authorization server: the authorization code grant with PKCE and refresh tokens, its
+// redirect URI the MCP server's `/oauth/callback` beside --audience. People sign in on the
+// development login page with any login (which becomes `sub`) and allow access on its
+// consent page. Its access tokens live --notes-ttl seconds (default 20, shorter than the
+// 30 s a client renews ahead of expiry, so every use refreshes). Revocation (RFC 7009) at
+// /token/revocation; GET /test/revoked lists the refresh tokens revoked so far.
+//
 // Test-only: POST /test/sign {"claims": {...}, "forge": false} answers a JWT signed with
 // the provider's own RS256 key (or, with "forge": true, with a throwaway key under the
 // same `kid`), for the expired, not-yet-valid and forged cases no grant produces.
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
+
+// stdout carries the one ready line, and the test stops reading it after that: every
+// other message (oidc-provider's notices included) goes to stderr.
+console.log = console.error;
+console.info = console.error;
+console.warn = console.error;
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,7 +62,10 @@ const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 const exchangers = new Set(['shortlist-server']);
 users.set('shortlist-server', []);
 
-const scopes = 'mcp mcp:admin openid';
+const scopes = 'mcp mcp:admin openid notes offline_access';
+const notesTtl = Number(arg('notes-ttl', '20'));
+const callback = new URL('/oauth/callback', audience).href;
+const revoked = [];
 
 function keyPair(type, options, alg) {
   const { privateKey } = crypto.generateKeyPairSync(type, options);
@@ -100,12 +117,22 @@ server.listen(port, '127.0.0.1', () => {
       redirect_uris: [],
       response_types: [],
       scope: scopes,
-    })),
+    })).concat([{
+      client_id: 'notes-app',
+      client_secret: 'notes-app-secret',
+      grant_types: ['authorization_code', 'refresh_token'],
+      redirect_uris: [callback],
+      response_types: ['code'],
+      scope: scopes,
+    }]),
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     scopes: scopes.split(' '),
     jwks: { keys: [rsa.jwk, ec.jwk] },
     cookies: { keys: ['shortlist-test-cookie-key'] },
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true },
+      revocation: { enabled: true },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -115,12 +142,14 @@ server.listen(port, '127.0.0.1', () => {
           scope: scopes,
           audience: resource,
           accessTokenFormat: 'jwt',
-          accessTokenTTL: 600,
+          accessTokenTTL: client.clientId === 'notes-app' ? notesTtl : 600,
           jwt: { sign: { alg: client.clientId === 'es256-client' ? 'ES256' : 'RS256' } },
         }),
       },
     },
-    extraTokenClaims: (ctx, token) => ({ groups: users.get(token.clientId) ?? [] }),
+    extraTokenClaims: (ctx, token) => ({
+      groups: users.get(token.accountId ?? token.clientId) ?? [],
+    }),
   });
   // RFC 8693: verify the subject token with this provider's own keys, then mint.
   provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
@@ -143,6 +172,13 @@ server.listen(port, '127.0.0.1', () => {
   }, ['subject_token', 'subject_token_type', 'audience', 'scope', 'requested_token_type']);
 
   provider.on('server_error', (ctx, err) => console.error('provider.mjs: server_error', err));
+  provider.on('refresh_token.revoked', (token) => revoked.push(token.accountId));
+  provider.on('grant.revoked', (ctx, grantId) => revoked.push(grantId));
+
+  provider.use(async (ctx, next) => {
+    if (ctx.method !== 'GET' || ctx.path !== '/test/revoked') return next();
+    ctx.body = { revoked };
+  });
 
   provider.use(async (ctx, next) => {
     if (ctx.method !== 'POST' || ctx.path !== '/test/sign') return next();

@@ -190,6 +190,21 @@ pub async fn python_client_named(
     headers: &[&str],
     client_name: Option<&str>,
 ) -> (Value, bool, String) {
+    let name_args: Vec<&str> = client_name
+        .map(|n| vec!["--client-name", n])
+        .unwrap_or_default();
+    python_client_args(target, mode, steps, headers, &name_args).await
+}
+
+/// Like [`python_client_raw`], with more `mcp_client.py` arguments (`--consent-as LOGIN`,
+/// `--client-name NAME`, ...).
+pub async fn python_client_args(
+    target: Target<'_>,
+    mode: &str,
+    steps: Value,
+    headers: &[&str],
+    extra: &[&str],
+) -> (Value, bool, String) {
     let script = tempfile::NamedTempFile::new().expect("script file");
     std::fs::write(script.path(), steps.to_string()).expect("write script");
     let mut cmd = Command::new(python());
@@ -207,9 +222,7 @@ pub async fn python_client_named(
     for h in headers {
         cmd.arg("--header").arg(h);
     }
-    if let Some(name) = client_name {
-        cmd.arg("--client-name").arg(name);
-    }
+    cmd.args(extra);
     cmd.arg("--mode")
         .arg(mode)
         .arg("--script")

@@ -28,6 +28,14 @@ fn node() -> PathBuf {
     }
 }
 
+/// A free loopback port: a server's audience is its own `/mcp` URL, known before it starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
 /// A running provider; stopped when dropped.
 pub struct Provider {
     child: Child,

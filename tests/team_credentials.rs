@@ -1,0 +1,430 @@
+//! Each person's own upstream credentials, end to end through the real server, a real MCP
+//! client (the Python SDK), a real OpenID provider (`oidc-provider`, tests/oidc/provider.mjs)
+//! and a real upstream that records every request:
+//!
+//! - token exchange: alice's and bob's calls reach the API with their own exchanged tokens;
+//! - client credentials: one machine token for everyone;
+//! - authorization code with PKCE: the first call asks for consent (an `input_required`
+//!   URL elicitation for a 2026-07-28 client, `elicitation/create` for a 2025-11-25
+//!   session, a tool error carrying the link for a client with neither); the person signs
+//!   in and allows access in a browser; the token is kept sealed, refreshed, and withdrawn
+//!   by the person (revoked at the provider), after which the next call asks again.
+//!
+//! The upstream checks every token as the API would (signature, issuer, audience) and
+//! never sees an MCP access token.
+
+mod server_common;
+mod support;
+
+#[path = "support/oidc.rs"]
+mod oidc;
+
+use serde_json::{json, Value};
+use server_common::*;
+use shortlist::auth::Verifier;
+use shortlist::catalog::config::ResourceServerConfig;
+use std::time::Duration;
+use support::upstream;
+
+const HR: &str = "http://127.0.0.1:9/hr";
+const BATCH: &str = "http://127.0.0.1:9/batch";
+const NOTES: &str = "http://127.0.0.1:9/notes";
+const STATE_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+/// A spec with one `GET /echo` whose operation id is `id` (the upstream echoes headers).
+fn echo_spec(dir: &std::path::Path, id: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{id}.json"));
+    let spec = json!({
+        "openapi": "3.0.3",
+        "info": {"title": id, "version": "1"},
+        "paths": {"/echo": {"get": {
+            "operationId": id,
+            "summary": format!("Who the {id} API thinks is calling"),
+            "responses": {"200": {"description": "the request as received"}}
+        }}}
+    });
+    std::fs::write(&path, spec.to_string()).unwrap();
+    path
+}
+
+/// Who an API verifying tokens of `issuer` for `audience` sees in an `Authorization` header.
+async fn seen_as(issuer: &str, audience: &str, header: Option<&str>) -> String {
+    let token = header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .expect("a bearer token reached the upstream");
+    let api = Verifier::new(&ResourceServerConfig {
+        issuer: issuer.into(),
+        audience: audience.into(),
+        required_scopes: vec![],
+        groups_claim: None,
+        leeway_secs: None,
+        jwks_min_refetch_secs: None,
+    })
+    .unwrap();
+    api.verify(token)
+        .await
+        .unwrap_or_else(|e| panic!("the API refuses the token: {e:?}"))
+        .sub
+}
+
+/// The text of a `call` step's result.
+fn text(step: &Value) -> String {
+    step["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn is_error(step: &Value) -> bool {
+    step["isError"].as_bool().unwrap_or(false)
+}
+
+/// The consent link in a tool error's text.
+fn link_in(text: &str) -> String {
+    let start = text.find("http://").expect("a link in the answer");
+    text[start..].split_whitespace().next().unwrap().to_string()
+}
+
+struct Team {
+    up: upstream::Upstream,
+    idp: oidc::Provider,
+    base: String,
+    audience: String,
+    state_file: std::path::PathBuf,
+    /// Every MCP access token the test used.
+    issued: std::sync::Mutex<Vec<String>>,
+    _srv: server_common::child_server::Started,
+    _dir: tempfile::TempDir,
+}
+
+impl Team {
+    async fn start() -> Team {
+        require_model();
+        let up = upstream::start().await;
+        let port = oidc::free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let audience = format!("{base}/mcp");
+        let idp = oidc::Provider::start(&audience).await;
+        let issuer = &idp.issuer;
+        let dir = tempfile::tempdir().unwrap();
+        let api = |id: &str, spec_id: &str, auth: String| {
+            format!(
+                "\n[[api]]\nid = {id:?}\nspec = {:?}\nbase_url = \"{}\"\ntimeout_secs = 5\nauth = {auth}\n",
+                echo_spec(dir.path(), spec_id),
+                up.base_url()
+            )
+        };
+        let mut toml = format!("data_dir = {:?}\n", dir.path().join("index"));
+        toml += &api(
+            "hr",
+            "hrEcho",
+            format!(
+                "{{ kind = \"token_exchange\", token_url = \"{issuer}/token\", client_id = \"shortlist-server\", client_secret_env = \"TEST_IDP_SECRET\", audience = {HR:?}, scope = \"mcp\" }}"
+            ),
+        );
+        toml += &api(
+            "batch",
+            "batchEcho",
+            format!(
+                "{{ kind = \"client_credentials\", token_url = \"{issuer}/token\", client_id = \"shortlist-server\", client_secret_env = \"TEST_IDP_SECRET\", scope = \"mcp\", resource = {BATCH:?} }}"
+            ),
+        );
+        toml += &api(
+            "notes",
+            "notesEcho",
+            format!(
+                "{{ kind = \"authorization_code\", authorize_url = \"{issuer}/auth\", token_url = \"{issuer}/token\", client_id = \"notes-app\", client_secret_env = \"TEST_NOTES_SECRET\", scope = \"notes\", resource = {NOTES:?}, revocation_url = \"{issuer}/token/revocation\" }}"
+            ),
+        );
+        toml += &format!(
+            "\n[auth]\nissuer = {issuer:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n"
+        );
+        let config = dir.path().join("catalog.toml");
+        std::fs::write(&config, toml).unwrap();
+        let state_file = dir.path().join("state.sqlite3");
+        let mut cmd = tokio::process::Command::new(shortlist_bin());
+        cmd.args([
+            "serve",
+            "-c",
+            &config.display().to_string(),
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--state",
+            &format!("sqlite:{}", state_file.display()),
+        ])
+        .env("TEST_IDP_SECRET", "shortlist-server-secret")
+        .env("TEST_NOTES_SECRET", "notes-app-secret")
+        .env("SHORTLIST_STATE_KEY", STATE_KEY);
+        let srv =
+            server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
+                .await;
+        Team {
+            up,
+            idp,
+            base,
+            audience,
+            state_file,
+            issued: Default::default(),
+            _srv: srv,
+            _dir: dir,
+        }
+    }
+
+    /// One call of `tool` as `person` with the Python SDK in `mode`, with `extra` client
+    /// arguments; the call step.
+    async fn call(&self, person: &str, mode: &str, tool: &str, extra: &[&str]) -> (Value, Value) {
+        let token = self.idp.token(person, "mcp", None).await;
+        self.issued.lock().unwrap().push(token.clone());
+        let (doc, ok, err) = python_client_args(
+            Target::Http(&self.audience),
+            mode,
+            json!([{"op": "call", "tool": "call_tool", "args": {"name": tool, "arguments": {}}}]),
+            &[&format!("Authorization: Bearer {token}")],
+            extra,
+        )
+        .await;
+        assert!(ok, "{err}\n{doc:#}\nprovider: {}", self.idp.log());
+        (step(&doc, 0).clone(), doc)
+    }
+
+    /// The `Authorization` header of the upstream's latest request.
+    fn last_authorization(&self) -> Option<String> {
+        self.up
+            .received()
+            .last()
+            .and_then(|r| r.header("authorization").map(str::to_string))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_calls_with_their_own_credentials() {
+    let team = Team::start().await;
+    let issuer = team.idp.issuer.clone();
+
+    // Token exchange: each person's own token, for the API's audience.
+    let mut exchanged = vec![];
+    for person in ["alice", "bob"] {
+        let (call, doc) = team.call(person, "auto", "hr__hrEcho", &[]).await;
+        assert!(!is_error(&call), "{doc:#}");
+        let auth = team.last_authorization();
+        assert_eq!(seen_as(&issuer, HR, auth.as_deref()).await, person);
+        exchanged.push(auth);
+    }
+    assert_ne!(exchanged[0], exchanged[1]);
+
+    // Client credentials: one machine token for everyone.
+    let mut machine = vec![];
+    for person in ["alice", "bob"] {
+        let (call, doc) = team.call(person, "auto", "batch__batchEcho", &[]).await;
+        assert!(!is_error(&call), "{doc:#}");
+        let auth = team.last_authorization();
+        assert_eq!(
+            seen_as(&issuer, BATCH, auth.as_deref()).await,
+            "shortlist-server"
+        );
+        machine.push(auth);
+    }
+    assert_eq!(machine[0], machine[1], "the machine token is reused");
+
+    // Authorization code, 2026-07-28 with URL elicitation: input_required, consent in the
+    // browser, and the retried call goes through with alice's own token.
+    let before = team.up.received().len();
+    let (call, doc) = team
+        .call(
+            "alice",
+            "auto",
+            "notes__notesEcho",
+            &["--consent-as", "alice"],
+        )
+        .await;
+    assert_eq!(doc["protocolVersion"], "2026-07-28", "{doc:#}");
+    assert!(!is_error(&call), "{doc:#}");
+    let asked = doc["elicitations"].as_array().expect("elicitations");
+    assert_eq!(asked.len(), 1, "{doc:#}");
+    assert_eq!(asked[0]["mode"], "url");
+    assert!(
+        asked[0]["page"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Access allowed"),
+        "{doc:#}"
+    );
+    assert_eq!(
+        team.up.received().len(),
+        before + 1,
+        "called once, after consent"
+    );
+    let first = team.last_authorization();
+    assert_eq!(seen_as(&issuer, NOTES, first.as_deref()).await, "alice");
+
+    // The next call needs no consent; the 20 s token is refreshed (renewed 30 s ahead).
+    let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+    assert!(!is_error(&call), "{doc:#}");
+    let second = team.last_authorization();
+    assert_eq!(seen_as(&issuer, NOTES, second.as_deref()).await, "alice");
+    assert_ne!(first, second, "refreshed");
+
+    // Tokens rest sealed: the store file holds neither in clear.
+    let stored = std::fs::read(&team.state_file).unwrap();
+    for t in [&first, &second] {
+        let t = t.as_deref().unwrap().trim_start_matches("Bearer ");
+        assert!(
+            !stored.windows(t.len()).any(|w| w == t.as_bytes()),
+            "a token in clear in the store"
+        );
+    }
+
+    // A client without elicitation gets the link in a tool error; bob opens it himself.
+    let (call, doc) = team.call("bob", "auto", "notes__notesEcho", &[]).await;
+    assert!(is_error(&call), "{doc:#}");
+    let link = link_in(&text(&call));
+    assert!(link.contains("code_challenge="), "{link}");
+    let page = browser(&link, "bob", false).await;
+    assert!(
+        page["text"].as_str().unwrap().contains("Access allowed"),
+        "{page}"
+    );
+    let (call, doc) = team.call("bob", "auto", "notes__notesEcho", &[]).await;
+    assert!(!is_error(&call), "{doc:#}");
+    assert_eq!(
+        seen_as(&issuer, NOTES, team.last_authorization().as_deref()).await,
+        "bob"
+    );
+    // The link is spent.
+    let again = browser(&link, "bob", false).await;
+    assert!(
+        again["text"]
+            .as_str()
+            .unwrap()
+            .contains("expired or was already used")
+            || again["status"] != 200,
+        "{again}"
+    );
+
+    // A 2025-11-25 session: elicitation/create in URL mode, then the call goes on.
+    let (call, doc) = team
+        .call(
+            "carol",
+            "legacy",
+            "notes__notesEcho",
+            &["--consent-as", "carol"],
+        )
+        .await;
+    assert_eq!(doc["protocolVersion"], "2025-11-25", "{doc:#}");
+    assert!(!is_error(&call), "{doc:#}");
+    assert_eq!(doc["elicitations"].as_array().unwrap().len(), 1, "{doc:#}");
+    assert_eq!(
+        seen_as(&issuer, NOTES, team.last_authorization().as_deref()).await,
+        "carol"
+    );
+
+    // Declining: nothing is called.
+    let before = team.up.received().len();
+    let (call, doc) = team
+        .call(
+            "es256-client",
+            "auto",
+            "notes__notesEcho",
+            &["--consent-deny"],
+        )
+        .await;
+    assert!(is_error(&call), "{doc:#}");
+    assert!(text(&call).contains("declined"), "{doc:#}");
+    assert_eq!(team.up.received().len(), before);
+
+    // alice withdraws her consent: revoked at the provider, forgotten here, asked again.
+    let http = reqwest::Client::new();
+    let alice = team.idp.token("alice", "mcp", None).await;
+    team.issued.lock().unwrap().push(alice.clone());
+    let list: Value = http
+        .get(format!("{}/oauth/connections", team.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["sub"], "alice");
+    assert_eq!(list["connections"][0]["api"], "notes", "{list}");
+    let gone: Value = http
+        .delete(format!("{}/oauth/connections/notes", team.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gone["disconnected"], true, "{gone}");
+    let revoked: Value = http
+        .get(format!("{}/test/revoked", issuer))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !revoked["revoked"].as_array().unwrap().is_empty(),
+        "the provider saw the revocation: {revoked}"
+    );
+    let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+    assert!(is_error(&call), "asked again: {doc:#}");
+    assert!(text(&call).contains("open this link"), "{doc:#}");
+    // bob's consent stands.
+    let (call, doc) = team.call("bob", "auto", "notes__notesEcho", &[]).await;
+    assert!(!is_error(&call), "{doc:#}");
+
+    // Without a token, connections are not listed.
+    let status = http
+        .get(format!("{}/oauth/connections", team.base))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 401);
+
+    // A made-up callback is refused readably.
+    let res = http
+        .get(format!("{}/oauth/callback?state=made-up&code=x", team.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    assert!(res
+        .text()
+        .await
+        .unwrap()
+        .contains("expired or was already used"));
+
+    // No MCP access token ever reached the upstream.
+    let issued = team.issued.lock().unwrap().clone();
+    assert!(issued.len() > 10);
+    for r in team.up.received() {
+        assert!(
+            !r.headers
+                .iter()
+                .any(|(_, v)| issued.iter().any(|t| v.contains(t.as_str()))),
+            "an MCP access token reached the upstream: {r:?}"
+        );
+    }
+}
+
+/// Opens a consent link in the test browser as `login`.
+async fn browser(link: &str, login: &str, deny: bool) -> Value {
+    let mut cmd = tokio::process::Command::new(python());
+    cmd.arg(repo().join("tests/clients/browser_consent.py"))
+        .arg(link)
+        .arg(login);
+    if deny {
+        cmd.arg("--deny");
+    }
+    let out = cmd.output().await.expect("run browser_consent.py");
+    assert!(
+        out.status.success(),
+        "browser_consent.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("browser_consent.py JSON")
+}
