@@ -18,6 +18,8 @@ mod support;
 
 #[path = "support/oidc.rs"]
 mod oidc;
+#[path = "support/postgres.rs"]
+mod postgres;
 
 use serde_json::{json, Value};
 use server_common::*;
@@ -98,7 +100,13 @@ struct Team {
 }
 
 impl Team {
+    /// The team server with its state in a SQLite file.
     async fn start() -> Team {
+        Team::start_on(None).await
+    }
+
+    /// The team server with its state at `state` (`--state`), else in a SQLite file.
+    async fn start_on(state: Option<String>) -> Team {
         require_model();
         let up = upstream::start().await;
         let port = oidc::free_port();
@@ -137,6 +145,12 @@ impl Team {
             ),
         );
         toml += &format!(
+            "\n[[api]]\nid = \"tmdb\"\nspec = {:?}\nbase_url = \"{}\"\ntimeout_secs = 2\n\
+             auth = {{ kind = \"bearer\", token_env = {TOKEN_ENV:?} }}\n",
+            repo().join("tests/fixtures/upstream_tmdb.json"),
+            up.base_url()
+        );
+        toml += &format!(
             "\n[auth]\nissuer = {issuer:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n"
         );
         let config = dir.path().join("catalog.toml");
@@ -150,8 +164,9 @@ impl Team {
             "--http",
             &format!("127.0.0.1:{port}"),
             "--state",
-            &format!("sqlite:{}", state_file.display()),
+            &state.unwrap_or_else(|| format!("sqlite:{}", state_file.display())),
         ])
+        .env(TOKEN_ENV, TOKEN)
         .env("TEST_IDP_SECRET", "shortlist-server-secret")
         .env("TEST_NOTES_SECRET", "notes-app-secret")
         .env("SHORTLIST_STATE_KEY", STATE_KEY);
@@ -173,18 +188,35 @@ impl Team {
     /// One call of `tool` as `person` with the Python SDK in `mode`, with `extra` client
     /// arguments; the call step.
     async fn call(&self, person: &str, mode: &str, tool: &str, extra: &[&str]) -> (Value, Value) {
+        self.call_with(person, mode, tool, json!({}), extra).await
+    }
+
+    /// [`Team::call`] with arguments.
+    async fn call_with(
+        &self,
+        person: &str,
+        mode: &str,
+        tool: &str,
+        arguments: Value,
+        extra: &[&str],
+    ) -> (Value, Value) {
         let token = self.idp.token(person, "mcp", None).await;
         self.issued.lock().unwrap().push(token.clone());
         let (doc, ok, err) = python_client_args(
             Target::Http(&self.audience),
             mode,
-            json!([{"op": "call", "tool": "call_tool", "args": {"name": tool, "arguments": {}}}]),
+            json!([{"op": "call", "tool": "call_tool", "args": {"name": tool, "arguments": arguments}}]),
             &[&format!("Authorization: Bearer {token}")],
             extra,
         )
         .await;
         assert!(ok, "{err}\n{doc:#}\nprovider: {}", self.idp.log());
         (step(&doc, 0).clone(), doc)
+    }
+
+    /// What the server printed on stderr so far.
+    fn log(&self) -> String {
+        self._srv.log.lock().unwrap().clone()
     }
 
     /// The `Authorization` header of the upstream's latest request.
@@ -427,4 +459,92 @@ async fn browser(link: &str, login: &str, deny: bool) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("browser_consent.py JSON")
+}
+
+/// The state store goes away in the middle of a call and while calls keep coming: a call
+/// that needs no stored state still succeeds (its audit record is lost and logged), one
+/// that needs a person's stored token fails readably, nothing is half-written, and once
+/// the store is back the same person's stored consent works again and calls are recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_goes_away_mid_call() {
+    let mut pg = tokio::task::block_in_place(postgres::Postgres::start);
+    let url = tokio::task::block_in_place(|| pg.database("team"));
+    let team = Team::start_on(Some(url.clone())).await;
+    let store = shortlist::store::Store::open(&shortlist::store::Location::Postgres(url), None)
+        .await
+        .unwrap();
+    let credits = json!({"movie_id": 550});
+
+    // alice consents to the notes API (the link from the tool error, in the browser).
+    let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+    assert!(is_error(&call), "{doc:#}");
+    let page = browser(&link_in(&text(&call)), "alice", false).await;
+    assert!(
+        page["text"].as_str().unwrap().contains("Access allowed"),
+        "{page}"
+    );
+    let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+    assert!(!is_error(&call), "{doc:#}");
+    let recorded = store.audit(Some("alice"), 100).await.unwrap().len();
+    assert_eq!(recorded, 1, "the consented call is recorded");
+
+    // A slow call (the upstream answers after 10 s, the API's timeout is 2 s) is under
+    // way when the store goes away: its result stands, its record is lost and logged.
+    let slow = team.call_with("alice", "auto", "tmdb__slow", json!({}), &[]);
+    let kill = async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        tokio::task::block_in_place(|| pg.kill());
+    };
+    let ((call, doc), ()) = tokio::join!(slow, kill);
+    assert!(is_error(&call), "{doc:#}");
+    assert!(text(&call).contains("timed out"), "{doc:#}");
+
+    // While it is away: a call with the catalog's own credential goes through; one that
+    // needs alice's stored token fails readably; listing still works.
+    let (call, doc) = team
+        .call_with("bob", "auto", "tmdb__getMovieCredits", credits.clone(), &[])
+        .await;
+    assert!(!is_error(&call), "{doc:#}");
+    let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+    assert!(is_error(&call), "{doc:#}");
+    assert!(
+        text(&call).contains("the state store is unavailable"),
+        "{doc:#}"
+    );
+    let log = team.log();
+    assert!(
+        log.contains("audit: the call could not be recorded")
+            || log.contains("audit: the state store did not answer"),
+        "{log}"
+    );
+
+    // Back: alice's consent is intact, and calls are recorded again.
+    tokio::task::block_in_place(|| pg.resume());
+    let mut ok = false;
+    for _ in 0..20 {
+        let (call, _) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
+        if !is_error(&call) {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ok, "alice's stored consent works once the store is back");
+    let (call, doc) = team
+        .call_with("bob", "auto", "tmdb__getMovieCredits", credits, &[])
+        .await;
+    assert!(!is_error(&call), "{doc:#}");
+    let alice = store.audit(Some("alice"), 100).await.unwrap();
+    let bob = store.audit(Some("bob"), 100).await.unwrap();
+    assert_eq!(
+        alice.iter().filter(|e| e.api == "notes").count(),
+        2,
+        "the calls made while the store was up: {alice:?}"
+    );
+    assert_eq!(
+        bob.len(),
+        1,
+        "bob's call while the store was away is not recorded: {bob:?}"
+    );
+    assert!(alice.iter().all(|e| e.sub == "alice") && bob[0].sub == "bob");
 }
