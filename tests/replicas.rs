@@ -249,6 +249,19 @@ async fn person_session(
     out
 }
 
+/// A replica's peak resident memory so far, in MiB (0 when unreadable).
+fn peak_mib(server: &HttpServer) -> u64 {
+    let pid = server.child.id().unwrap_or(0);
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
     sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
@@ -479,8 +492,11 @@ async fn replicas_behind_haproxy_share_one_store() {
         assert_eq!(calls, ["getMovieCredits", "searchMovie"], "{}", person(i));
     }
     eprintln!(
-        "replicas: {} audit rows from both replicas in one PostgreSQL store, 2 per person",
-        audit.len()
+        "replicas: {} audit rows from both replicas in one PostgreSQL store, 2 per person; \
+         peak memory (VmHWM) r1 {} MiB, r2 {} MiB",
+        audit.len(),
+        peak_mib(&r1),
+        peak_mib(&r2)
     );
 
     // A session (2025-11-25) lives in the replica that created it: the balancer keeps its
