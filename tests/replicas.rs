@@ -6,8 +6,9 @@
 //!
 //! What it proves: stateless (2026-07-28) requests are spread over both replicas, which
 //! answer `tools/list` identically; 100 people with their own tokens calling at once lose
-//! no request, and every upstream call lands in the one audit log under the right person,
-//! whichever replica made it; a session (2025-11-25) works through the balancer because it
+//! no request, each person's calls to an API behind the provider carry their own exchanged
+//! token (never another's), and every upstream call lands in the one audit log under the
+//! right person, whichever replica made it; a session (2025-11-25) works through the balancer because it
 //! stays on the replica that holds it; a replica that stops is taken out by the health
 //! checks while requests keep succeeding; and no replica writes to the shared index.
 //!
@@ -35,6 +36,10 @@ use support::upstream;
 
 /// People in the load run, each with a token of their own.
 const PEOPLE: usize = 100;
+/// The audience of the API called with each person's own (exchanged) token.
+const HR: &str = "http://127.0.0.1:9/hr";
+/// The server's own client secret at the provider, for the token exchange.
+const IDP_SECRET: (&str, &str) = ("TEST_IDP_SECRET", "shortlist-server-secret");
 /// The HAProxy backend of the replicas.
 const BACKEND: &str = "replicas";
 const STATELESS: &str = "2026-07-28";
@@ -225,12 +230,12 @@ async fn person_session(
         ),
         (
             "tools/call",
-            json!({"name": "call_tool", "arguments": {"name": "getMovieCredits",
+            json!({"name": "call_tool", "arguments": {"name": "tmdb__getMovieCredits",
                    "arguments": {"movie_id": 1000 + i}}}),
         ),
         (
             "tools/call",
-            json!({"name": "call_tool", "arguments": {"name": "searchMovie",
+            json!({"name": "call_tool", "arguments": {"name": "hr__searchMovie",
                    "arguments": {"query": person(i)}}}),
         ),
     ];
@@ -280,10 +285,19 @@ async fn replicas_behind_haproxy_share_one_store() {
     let users: String = (0..PEOPLE).map(|i| format!("{}=;", person(i))).collect();
     let idp = oidc::Provider::start_with_users(&audience, &users).await;
     let up = upstream::start().await;
+    // Two APIs on the same upstream: `tmdb` with the catalog's own credential, `hr` with
+    // each person's own token, exchanged at the provider for the caller (RFC 8693).
     let fx = Fixture::with_apis_and(
         &[("tmdb", &up.base_url())],
         &format!(
-            "\n[auth]\nissuer = {:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n",
+            "\n[[api]]\nid = \"hr\"\nspec = {:?}\nbase_url = {:?}\ntimeout_secs = 5\n\
+             auth = {{ kind = \"token_exchange\", token_url = \"{}/token\", \
+             client_id = \"shortlist-server\", client_secret_env = \"TEST_IDP_SECRET\", \
+             audience = {HR:?}, scope = \"mcp\" }}\n\
+             \n[auth]\nissuer = {:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n",
+            repo().join("tests/fixtures/upstream_tmdb.json"),
+            up.base_url(),
+            idp.issuer,
             idp.issuer
         ),
     );
@@ -317,8 +331,8 @@ async fn replicas_behind_haproxy_share_one_store() {
         "2",
     ];
     let (r1, r2) = tokio::join!(
-        HttpServer::start(&fx, &serve_args),
-        HttpServer::start(&fx, &serve_args)
+        HttpServer::start_with_env(&fx, &serve_args, &[IDP_SECRET]),
+        HttpServer::start_with_env(&fx, &serve_args, &[IDP_SECRET])
     );
     for r in [&r1, &r2] {
         assert!(
@@ -431,12 +445,35 @@ async fn replicas_behind_haproxy_share_one_store() {
     let got = up.received();
     let mut credits: HashMap<String, usize> = HashMap::new();
     let mut searches: HashMap<String, usize> = HashMap::new();
+    let hr = shortlist::auth::Verifier::new(&shortlist::catalog::config::ResourceServerConfig {
+        issuer: idp.issuer.clone(),
+        audience: HR.into(),
+        required_scopes: vec![],
+        groups_claim: None,
+        leeway_secs: None,
+        jwks_min_refetch_secs: None,
+    })
+    .expect("verifier");
     for r in &got {
-        assert_eq!(
-            r.header("authorization"),
-            Some(format!("Bearer {TOKEN}").as_str()),
-            "{r:?}"
-        );
+        if r.path == "/3/search/movie" {
+            // Each person's own token: the API sees exactly the person the call names.
+            let token = r
+                .header("authorization")
+                .and_then(|h| h.strip_prefix("Bearer "))
+                .expect("a bearer token");
+            let seen = hr.verify(token).await.expect("the API accepts the token");
+            assert_eq!(
+                r.query.as_deref(),
+                Some(format!("query={}", seen.sub).as_str()),
+                "a person was served another's upstream token"
+            );
+        } else {
+            assert_eq!(
+                r.header("authorization"),
+                Some(format!("Bearer {TOKEN}").as_str()),
+                "{r:?}"
+            );
+        }
         if let Some(id) = r
             .path
             .strip_prefix("/3/movie/")
@@ -479,7 +516,7 @@ async fn replicas_behind_haproxy_share_one_store() {
     assert_eq!(audit.len(), 2 * PEOPLE, "audit rows: {audit:?}");
     let mut per_person: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for e in &audit {
-        assert_eq!((e.api.as_str(), e.status), ("tmdb", 200), "{e:?}");
+        assert_eq!(e.status, 200, "{e:?}");
         per_person.entry(&e.sub).or_default().push(&e.endpoint);
     }
     assert_eq!(per_person.len(), PEOPLE, "{per_person:?}");
@@ -489,7 +526,12 @@ async fn replicas_behind_haproxy_share_one_store() {
             .cloned()
             .unwrap_or_default();
         calls.sort();
-        assert_eq!(calls, ["getMovieCredits", "searchMovie"], "{}", person(i));
+        assert_eq!(
+            calls,
+            ["hr__searchMovie", "tmdb__getMovieCredits"],
+            "{}",
+            person(i)
+        );
     }
     eprintln!(
         "replicas: {} audit rows from both replicas in one PostgreSQL store, 2 per person; \
