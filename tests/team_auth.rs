@@ -363,3 +363,107 @@ async fn apis_limited_to_a_group_are_seen_by_that_group_only() {
         "bob reached the archive's upstream"
     );
 }
+
+/// A 2025-11-25 session belongs to the person who opened it: the session id with another
+/// person's token is refused, and the owner's session carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_belongs_to_its_person() {
+    let up = upstream::start().await;
+    let (port, _base, audience, idp) = provider_for_a_server().await;
+    let fx = Fixture::with_apis_and(
+        &[("tmdb", &up.base_url())],
+        &format!(
+            "\n[auth]\nissuer = {:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n",
+            idp.issuer
+        ),
+    );
+    let _srv = serve_on(&fx, port, &[]).await;
+    let (alice, bob) = (
+        idp.token("alice", "mcp", None).await,
+        idp.token("bob", "mcp", None).await,
+    );
+    let http = reqwest::Client::new();
+    let send = |token: &str, session: Option<&str>, body: Value| {
+        let mut req = http
+            .post(&audience)
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        req.send()
+    };
+    let res = send(
+        &alice,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "alice", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let session = res
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_string();
+    let _ = res.text().await;
+    let res = send(
+        &alice,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert!(res.status().is_success());
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let body = |text: String| -> Value {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .next()
+            .or_else(|| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::String(text))
+    };
+    let own = body(
+        send(&alice, Some(&session), list.clone())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(own["result"]["tools"].is_array(), "{own}");
+    let stolen = body(
+        send(&bob, Some(&session), list.clone())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(
+        stolen.get("result").is_none(),
+        "bob used alice's session: {stolen}"
+    );
+    assert!(
+        stolen["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("belongs to another person"),
+        "{stolen}"
+    );
+    let again = body(
+        send(&alice, Some(&session), list)
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(again["result"]["tools"].is_array(), "{again}");
+}

@@ -47,6 +47,10 @@ pub struct ShortlistServer {
     session: Mutex<Option<ClientKey>>,
     /// The session-era connection registered for catalog change announcements.
     peer: Mutex<Option<u64>>,
+    /// The person an HTTP session belongs to: the first verified `sub` it served. A session
+    /// id is a bearer of state (the person's shortlist), so another person's token with it
+    /// is refused rather than served from that state.
+    owner: std::sync::OnceLock<String>,
 }
 
 impl ShortlistServer {
@@ -58,6 +62,7 @@ impl ShortlistServer {
             connection: Some(key),
             session: Mutex::new(None),
             peer: Mutex::new(None),
+            owner: std::sync::OnceLock::new(),
         }
     }
 
@@ -68,6 +73,7 @@ impl ShortlistServer {
             connection: None,
             session: Mutex::new(None),
             peer: Mutex::new(None),
+            owner: std::sync::OnceLock::new(),
         }
     }
 
@@ -143,6 +149,23 @@ impl ShortlistServer {
                 None => Err(self.state.unknown_tool(name, &caller.sight)),
             },
         }
+    }
+
+    /// Refuses a request whose verified person is not the one this handler's session
+    /// belongs to. Stateless requests each get a fresh handler, so they always pass.
+    fn check_owner(&self, ctx: &RequestContext<RoleServer>) -> Result<(), McpError> {
+        let Some(p) = principal(ctx) else {
+            return Ok(());
+        };
+        let owner = self.owner.get_or_init(|| p.sub.clone());
+        if *owner == p.sub {
+            return Ok(());
+        }
+        tracing::warn!(sub = %p.sub, "a session was used with another person's token; refused");
+        Err(McpError::invalid_request(
+            "this session belongs to another person: initialize a session of your own",
+            None,
+        ))
     }
 
     /// Who this request comes from and what it may see.
@@ -258,6 +281,7 @@ impl ServerHandler for ShortlistServer {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.check_owner(&ctx)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         self.state
             .list_tools(&self.caller(&ctx), cursor)
@@ -283,6 +307,7 @@ impl ServerHandler for ShortlistServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.check_owner(&ctx)?;
         let answered = request.input_responses.as_ref();
         let args = request.arguments.clone().unwrap_or_default();
         let name = request.name.as_ref();
@@ -335,6 +360,7 @@ impl ServerHandler for ShortlistServer {
             context.cancelled().await;
             return Ok(());
         }
+        self.check_owner(context.request_context())?;
         let key = self.client_key(context.request_context());
         let id = self
             .state
