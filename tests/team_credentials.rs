@@ -368,35 +368,20 @@ async fn each_person_calls_with_their_own_credentials() {
     let http = reqwest::Client::new();
     let alice = team.idp.token("alice", "mcp", None).await;
     team.issued.lock().unwrap().push(alice.clone());
-    let list: Value = http
-        .get(format!("{}/oauth/connections", team.base))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = json_of(
+        http.get(format!("{}/oauth/connections", team.base))
+            .bearer_auth(&alice),
+    )
+    .await;
     assert_eq!(list["sub"], "alice");
     assert_eq!(list["connections"][0]["api"], "notes", "{list}");
-    let gone: Value = http
-        .delete(format!("{}/oauth/connections/notes", team.base))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let gone = json_of(
+        http.delete(format!("{}/oauth/connections/notes", team.base))
+            .bearer_auth(&alice),
+    )
+    .await;
     assert_eq!(gone["disconnected"], true, "{gone}");
-    let revoked: Value = http
-        .get(format!("{}/test/revoked", issuer))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let revoked = json_of(http.get(format!("{}/test/revoked", issuer))).await;
     assert!(
         !revoked["revoked"].as_array().unwrap().is_empty(),
         "the provider saw the revocation: {revoked}"
@@ -441,6 +426,16 @@ async fn each_person_calls_with_their_own_credentials() {
             "an MCP access token reached the upstream: {r:?}"
         );
     }
+}
+
+/// The JSON a request answers with.
+async fn json_of(req: reqwest::RequestBuilder) -> Value {
+    req.send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("a JSON answer")
 }
 
 /// Opens a consent link in the test browser as `login`.

@@ -57,7 +57,12 @@ pub struct ServeArgs {
     /// `state.sqlite3` in the catalog's data folder; over stdio nothing is kept without it.
     /// Read from `SHORTLIST_STATE` when not given, so a database password need not be on
     /// the command line.
-    #[arg(long, value_name = "STORE", env = "SHORTLIST_STATE", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "SHORTLIST_STATE",
+        hide_env_values = true
+    )]
     pub state: Option<String>,
     /// Endpoint tools per `tools/list` page in catalog exposure.
     #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u16).range(1..))]

@@ -80,11 +80,9 @@ impl TokenEndpoint {
         &self.client_secret
     }
 
-    /// The client's authentication on a request: HTTP Basic, or the id in the form.
-    fn authenticated<'a>(
-        &'a self,
-        form: &[(&'a str, &'a str)],
-    ) -> (reqwest::RequestBuilder, Vec<(&'a str, &'a str)>) {
+    /// Posts `form`, the client authenticated by HTTP Basic or, for a public client, by its
+    /// id in the form.
+    async fn post(&self, form: &[(&str, &str)]) -> Result<reqwest::Response, CredentialError> {
         let mut req = self
             .http
             .post(&self.url)
@@ -95,20 +93,18 @@ impl TokenEndpoint {
         } else {
             req = req.basic_auth(&self.client_id, Some(&self.client_secret));
         }
-        (req, fields)
-    }
-
-    /// Posts `form` where only success matters (token revocation, RFC 7009).
-    pub async fn post_only(&self, form: &[(&str, &str)]) -> Result<(), CredentialError> {
-        let (req, fields) = self.authenticated(form);
-        let res = req
-            .form(&fields)
+        req.form(&fields)
             .send()
             .await
             .map_err(|e| CredentialError::Unreachable {
                 url: self.url.clone(),
                 reason: e.without_url().to_string(),
-            })?;
+            })
+    }
+
+    /// Posts `form` where only success matters (token revocation, RFC 7009).
+    pub async fn post_only(&self, form: &[(&str, &str)]) -> Result<(), CredentialError> {
+        let res = self.post(form).await?;
         if res.status().is_success() {
             return Ok(());
         }
@@ -127,15 +123,7 @@ impl TokenEndpoint {
     /// Posts `form` with the client's credentials (or, for a public client, its id);
     /// everything the server granted.
     pub async fn grant(&self, form: &[(&str, &str)]) -> Result<Granted, CredentialError> {
-        let (req, fields) = self.authenticated(form);
-        let res = req
-            .form(&fields)
-            .send()
-            .await
-            .map_err(|e| CredentialError::Unreachable {
-                url: self.url.clone(),
-                reason: e.without_url().to_string(),
-            })?;
+        let res = self.post(form).await?;
         let status = res.status();
         let body: serde_json::Value = res.json().await.unwrap_or_default();
         match body.get("access_token").and_then(|v| v.as_str()) {

@@ -100,11 +100,9 @@ async fn connections(
     State(state): State<Arc<ServerState>>,
     parts: axum::http::request::Parts,
 ) -> Response {
-    let Some(sub) = caller(&parts) else {
-        return no_person();
-    };
-    let Some(store) = state.store() else {
-        return no_store();
+    let (sub, store) = match caller(&parts, &state) {
+        Ok(c) => c,
+        Err(why) => return refused(why),
     };
     match store.token_apis(&sub).await {
         Ok(apis) => Json(serde_json::json!({
@@ -124,11 +122,9 @@ async fn disconnect(
     Path(api): Path<String>,
     parts: axum::http::request::Parts,
 ) -> Response {
-    let Some(sub) = caller(&parts) else {
-        return no_person();
-    };
-    let Some(store) = state.store() else {
-        return no_store();
+    let (sub, store) = match caller(&parts, &state) {
+        Ok(c) => c,
+        Err(why) => return refused(why),
     };
     let served = state.served();
     let auth = served.api_config(&api).and_then(|c| c.auth.as_ref());
@@ -146,24 +142,24 @@ async fn disconnect(
     }
 }
 
-fn caller(parts: &axum::http::request::Parts) -> Option<String> {
-    crate::auth::Principal::from_parts(parts).map(|p| p.sub.clone())
-}
-
-fn no_person() -> Response {
-    (
+/// The verified person asking and the store their connections live in, or why not.
+fn caller<'a>(
+    parts: &axum::http::request::Parts,
+    state: &'a ServerState,
+) -> Result<(String, &'a crate::store::Store), (StatusCode, &'static str)> {
+    let p = crate::auth::Principal::from_parts(parts).ok_or((
         StatusCode::UNAUTHORIZED,
-        Json(serde_json::json!({"error": "connections belong to a signed-in person: this server has no [auth] table"})),
-    )
-        .into_response()
+        "connections belong to a signed-in person: this server has no [auth] table",
+    ))?;
+    let store = state.store().ok_or((
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this server keeps no state store",
+    ))?;
+    Ok((p.sub.clone(), store))
 }
 
-fn no_store() -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        Json(serde_json::json!({"error": "this server keeps no state store"})),
-    )
-        .into_response()
+fn refused((status, why): (StatusCode, &'static str)) -> Response {
+    (status, Json(serde_json::json!({ "error": why }))).into_response()
 }
 
 fn unavailable(why: &str) -> Response {
