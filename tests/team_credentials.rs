@@ -39,11 +39,18 @@ fn echo_spec(dir: &std::path::Path, id: &str) -> std::path::PathBuf {
     let spec = json!({
         "openapi": "3.0.3",
         "info": {"title": id, "version": "1"},
-        "paths": {"/echo": {"get": {
-            "operationId": id,
-            "summary": format!("Who the {id} API thinks is calling"),
-            "responses": {"200": {"description": "the request as received"}}
-        }}}
+        "paths": {
+            "/echo": {"get": {
+                "operationId": id,
+                "summary": format!("Who the {id} API thinks is calling"),
+                "responses": {"200": {"description": "the request as received"}}
+            }},
+            "/account": {"get": {
+                "operationId": format!("{id}Account"),
+                "summary": "Always refuses the token (401)",
+                "responses": {"401": {"description": "refused"}}
+            }}
+        }
     });
     std::fs::write(&path, spec.to_string()).unwrap();
     path
@@ -257,6 +264,26 @@ async fn each_person_calls_with_their_own_credentials() {
         machine.push(auth);
     }
     assert_eq!(machine[0], machine[1], "the machine token is reused");
+
+    // A token the API refuses is forgotten: the call is made once more with a fresh one.
+    let before = team.up.received().len();
+    let (call, doc) = team
+        .call("alice", "auto", "batch__batchEchoAccount", &[])
+        .await;
+    assert!(is_error(&call), "{doc:#}");
+    let tries: Vec<_> = team.up.received()[before..]
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_string))
+        .collect();
+    assert_eq!(tries.len(), 2, "one retry: {tries:?}");
+    assert_eq!(tries[0], machine[0]);
+    assert_ne!(tries[1], tries[0], "a fresh token for the retry");
+    let (_, _) = team.call("bob", "auto", "batch__batchEcho", &[]).await;
+    assert_eq!(
+        team.last_authorization(),
+        tries[1],
+        "the fresh token is kept"
+    );
 
     // Authorization code, 2026-07-28 with URL elicitation: input_required, consent in the
     // browser, and the retried call goes through with alice's own token.
