@@ -207,6 +207,7 @@ pub async fn serve(
     let leaving = shutdown;
     let shutdown = drained(leaving.clone(), opts.drain);
     spawn_sweeper(Arc::clone(&state), shutdown.clone());
+    super::oauth::spawn_consent_sweeper(Arc::clone(&state), shutdown.clone());
     let app = router(state, &opts, leaving, shutdown.clone());
     run(listener, app, shutdown).await
 }

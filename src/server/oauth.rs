@@ -171,6 +171,34 @@ fn unavailable(why: &str) -> Response {
         .into_response()
 }
 
+/// Removes expired pending consents (links people never opened) every ten minutes, so
+/// the store does not keep them; a store that is away is tried again at the next turn.
+pub fn spawn_consent_sweeper(
+    state: Arc<ServerState>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    if state.store().is_none() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    let Some(store) = state.store() else { break };
+                    match store.expire_consents().await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::debug!(removed = n, "expired consents removed"),
+                        Err(e) => tracing::warn!(error = %e, "expired consents not removed"),
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// A small page for the person's browser.
 fn page(status: StatusCode, title: &str, text: &str) -> Response {
     let esc = |s: &str| {
