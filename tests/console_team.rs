@@ -204,6 +204,26 @@ async fn admins_read_the_audit_log_and_people_see_their_own_apis() {
     assert_eq!(tried.status().as_u16(), 400);
     let e = tried.text().await.unwrap();
     assert!(!e.contains("closest") && !e.contains(&archive_tool), "{e}");
+    // A review of the hidden API gets the answer of an API that does not exist.
+    let review = |api: &'static str| {
+        let (url, bob) = (format!("{base}/console/api/review"), bob.clone());
+        async move {
+            let res = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(bob)
+                .json(
+                    &json!({"api": api, "method": "GET", "path": "/movie/{movie_id}/credits",
+                              "field": "description", "action": "accept"}),
+                )
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    let (hidden, unknown) = (review("archive").await, review("nope").await);
+    assert_eq!(hidden.0, 404, "{}", hidden.1);
+    assert_eq!(hidden.1.replace("archive", "nope"), unknown.1);
     let (_, body) = get(
         &format!("{base}/console/try?q=movie+credits&k=10"),
         Some(&alice),
