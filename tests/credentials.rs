@@ -23,6 +23,7 @@ fn api_verifier(issuer: &str) -> Verifier {
         groups_claim: None,
         leeway_secs: None,
         jwks_min_refetch_secs: None,
+        admins: None,
     })
     .unwrap()
 }

@@ -216,6 +216,7 @@ mod tests {
             groups_claim: None,
             leeway_secs: None,
             jwks_min_refetch_secs: None,
+            admins: None,
         }
     }
 

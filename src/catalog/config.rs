@@ -58,6 +58,7 @@ pub struct CatalogConfig {
 /// groups_claim = "groups"          # the claim that lists a person's groups (default)
 /// leeway_secs = 30                 # clock skew allowed on exp and nbf (default)
 /// jwks_min_refetch_secs = 10       # least time between two key fetches for unknown kids
+/// admins = { groups = ["platform"] } # who reads the audit log in the console (see Admins)
 /// ```
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -69,6 +70,28 @@ pub struct ResourceServerConfig {
     pub groups_claim: Option<String>,
     pub leeway_secs: Option<u64>,
     pub jwks_min_refetch_secs: Option<u64>,
+    /// Who, among the people the tokens name, administers this server's console.
+    #[serde(default)]
+    pub admins: Option<Admins>,
+}
+
+/// `admins` in the `[auth]` table: the people who may read what the server records about
+/// everyone (the audit log) and see every API in the console whatever its `visible_to`. A
+/// person is an admin when in any of `groups`, holding any of `scopes`, or named in
+/// `subs` (exact, case-sensitive names, as for `visible_to`). Groups are what a platform
+/// team manages at its identity provider; `subs` is for a person or machine client
+/// outside them. Without `admins`, no access token makes an admin: only the console's
+/// operator (the static `--auth-token-env` token, or a loopback console without a token)
+/// reads the log.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Admins {
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub subs: Vec<String>,
 }
 
 /// `visible_to` on an `[[api]]`: the API is visible to a person who is in any of `groups`

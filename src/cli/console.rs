@@ -1,5 +1,6 @@
 //! `shortlist console`: the catalog console (health, review of generated text, try a
-//! request) as a local web app. The same pages are under `/console` of `serve --http`.
+//! request, the audit log) as a local web app. The same pages are under `/console` of
+//! `serve --http`.
 
 use super::model::ModelArgs;
 use super::serve::{http_options_from, load_state, spawn_signal_handler};
@@ -36,6 +37,11 @@ pub struct ConsoleArgs {
     /// copy reaches Try without a restart). 0: only SIGHUP reloads.
     #[arg(long, value_name = "SECS", default_value_t = 2)]
     pub watch_secs: u64,
+    /// The state store whose audit log the console shows: `postgres://...`, `sqlite:PATH`
+    /// or a path. Without it, `state.sqlite3` in the catalog's data folder when that file
+    /// exists (a console never creates one); otherwise the audit page says there is none.
+    #[arg(long, value_name = "STORE")]
+    pub state: Option<String>,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -55,6 +61,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         max_tools: usize::from(args.max_tools),
         ..ServerOptions::default()
     };
+    let store = store_location(&args)?;
     let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, false)?;
     let source = super::serve::Source {
         catalog: args.catalog.clone(),
@@ -66,10 +73,38 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        match store {
+            Some(location) => {
+                // The audit log needs no key; per-person tokens are never read here.
+                let store = shortlist::store::Store::open(&location, None)
+                    .await
+                    .with_context(|| "cannot open the state store (--state)")?;
+                eprintln!("shortlist: state store: {}", store.backend().describe());
+                state.set_store(store);
+            }
+            None => eprintln!(
+                "shortlist: no state store (no --state, and no state.sqlite3 in the data \
+                 folder): the audit page will say so"
+            ),
+        }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
         super::serve::spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
         server::http::serve_console(state, opts, shutdown).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store `--state` names, else the default file when it exists: a console that only
+/// looks must not leave an empty store behind where `serve` would later open its own.
+fn store_location(args: &ConsoleArgs) -> anyhow::Result<Option<shortlist::store::Location>> {
+    use shortlist::store::Location;
+    let cfg = args.catalog.config()?;
+    let data_dir = args.catalog.data_dir(Some(&cfg))?;
+    let location = Location::parse(args.state.as_deref(), &data_dir);
+    let given = args.state.as_deref().is_some_and(|s| !s.trim().is_empty());
+    Ok(match location {
+        Location::Sqlite(p) if !given && !p.is_file() => None,
+        l => Some(l),
+    })
 }

@@ -8,6 +8,7 @@
 //! generated description awaiting review.
 
 use super::review::ReviewItem;
+use super::viewer::Shown;
 use super::Snapshot;
 use crate::catalog::weak::is_weak;
 use crate::catalog::{Endpoint, Method};
@@ -183,12 +184,14 @@ pub fn judge(ep: &Endpoint, pending: Option<&ReviewItem>) -> (DescriptionState, 
     (state, pending.is_some())
 }
 
-/// The report for `snap`, its endpoint table narrowed by `filter`.
-pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
+/// The report for `snap` as one viewer sees it (`shown`: their APIs, and the load problems
+/// of those APIs' files), its endpoint table narrowed by `filter`.
+pub fn report(snap: &Snapshot, filter: &Filter, shown: &Shown) -> Health {
     let rows: Vec<EndpointHealth> = snap
         .catalog
         .endpoints
         .iter()
+        .filter(|ep| shown.api(&ep.api))
         .map(|ep| {
             let (description, generated) = judge(ep, snap.pending_description(ep));
             EndpointHealth {
@@ -211,6 +214,7 @@ pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
         .catalog
         .apis
         .iter()
+        .filter(|a| shown.api(&a.id))
         .map(|a| {
             let mine: &[&EndpointHealth] = by_api.get(a.id.as_str()).map_or(&[], Vec::as_slice);
             let count = |s: DescriptionState| mine.iter().filter(|r| r.description == s).count();
@@ -239,10 +243,11 @@ pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
             }
         })
         .collect();
-    let problems = snap
+    let problems: Vec<ProblemRow> = snap
         .catalog
         .problems
         .iter()
+        .filter(|p| shown.file(&p.file.display().to_string()))
         .map(|p| ProblemRow {
             severity: match p.severity {
                 crate::catalog::Severity::Error => "error",
@@ -253,6 +258,8 @@ pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
             message: p.message.clone(),
         })
         .collect();
+    // Skipped specs are the error-level problems (a spec with one did not load).
+    let skipped = problems.iter().filter(|p| p.severity == "error").count();
     let poor = rows
         .iter()
         .filter(|r| r.description != DescriptionState::Ok)
@@ -262,7 +269,7 @@ pub fn report(snap: &Snapshot, filter: &Filter) -> Health {
     Health {
         apis,
         problems,
-        skipped: snap.catalog.errors().count(),
+        skipped,
         total_endpoints: total,
         poorly_described: share(poor, total),
         matching: matching.len(),

@@ -6,13 +6,17 @@
 //!   edited or rejected into the enriched spec the way a person editing it would;
 //! - [`try_request`]: the shortlist a client would get for a request, each tool's score
 //!   explained, its token cost and its definition as sent;
+//! - [`audit`]: the state store's audit log of upstream calls, for admins;
 //! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
 //!   endpoints behind them (documented in `docs/console.md`); [`login`]: the token as a
-//!   cookie, for browsers.
+//!   cookie, for browsers; [`viewer`]: who is looking (the operator, an admin, or a person
+//!   who sees only their own APIs).
 //!
 //! It is served by `shortlist console` and under `/console` of `shortlist serve --http`,
-//! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token).
+//! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token
+//! or access token).
 
+pub mod audit;
 pub mod health;
 pub mod html;
 pub mod login;
@@ -21,6 +25,7 @@ pub mod review;
 pub mod review_write;
 pub mod routes;
 pub mod try_request;
+pub mod viewer;
 
 use crate::catalog::{Catalog, CatalogConfig, Endpoint, SpecSource};
 use crate::server::ServerState;

@@ -1,7 +1,8 @@
-//! The three pages, rendered on the server from the same data the JSON endpoints return.
+//! The pages, rendered on the server from the same data the JSON endpoints return.
 //! They work without JavaScript (filters and requests are plain GET forms); the script only
 //! filters the endpoint table as one types and sends reviews.
 
+use super::audit::{AuditQuery, AuditRow};
 use super::health::{DescriptionState, Filter, Health, MAX_ROWS};
 use super::html::{esc, frame, json_block, options, percent, url_value, Page};
 use super::review::{ReviewItem, Status};
@@ -399,4 +400,104 @@ fn tried(t: &Tried) -> String {
     }
     b.push_str("</tbody></table>");
     b
+}
+
+/// The audit log: the rows `q` asked for, or why there are none. `viewer` says who is
+/// reading (a person sees their own name, so a shared screen says whose view it is).
+pub fn audit(viewer: &str, q: &AuditQuery, rows: Result<&[AuditRow], &str>) -> String {
+    let mut b = format!(
+        "<h1>Audit log</h1><p class=\"quiet\">Every upstream call the server made: when, for \
+         whom, which endpoint, the status and how long it took; never a body, header or \
+         argument. Newest first. Shown to {}.</p>\
+         <form id=\"audit-filter\" method=\"get\" action=\"/console/audit\" class=\"filters\">\
+         <label>Person (sub) <input type=\"search\" name=\"sub\" value=\"{}\" placeholder=\"everyone\"></label>\
+         <label>Rows <input type=\"number\" name=\"limit\" min=\"1\" max=\"{}\" value=\"{}\"></label>\
+         <button>Show</button></form>",
+        esc(viewer),
+        esc(q.sub.as_deref().unwrap_or("")),
+        super::audit::MAX_LIMIT,
+        q.limit,
+    );
+    let rows = match rows {
+        Err(e) => {
+            b.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(e)));
+            return frame(Page::Audit, "Audit log", &b);
+        }
+        Ok(rows) => rows,
+    };
+    if rows.is_empty() {
+        b.push_str("<p id=\"none\" class=\"quiet\">No call recorded.</p>");
+        return frame(Page::Audit, "Audit log", &b);
+    }
+    b.push_str(
+        "<table id=\"audit\"><thead><tr><th>When (UTC)</th><th>Person</th><th>API</th>\
+         <th>Endpoint</th><th>Status</th><th>Latency</th></tr></thead><tbody>",
+    );
+    for r in rows {
+        let status = if r.status == 0 {
+            "no answer".to_string()
+        } else {
+            r.status.to_string()
+        };
+        b.push_str(&format!(
+            "<tr><td>{}</td><td><a href=\"/console/audit?sub={}\">{}</a></td><td>{}</td>\
+             <td><code>{}</code></td><td>{}</td><td>{} ms</td></tr>",
+            esc(&r.at),
+            url_value(&r.sub),
+            esc(&r.sub),
+            esc(&r.api),
+            esc(&r.endpoint),
+            status,
+            r.latency_ms,
+        ));
+    }
+    b.push_str("</tbody></table>");
+    frame(Page::Audit, "Audit log", &b)
+}
+
+/// A page the viewer may not open, and why.
+pub fn forbidden(page: Page, title: &str, why: &str) -> String {
+    frame(
+        page,
+        title,
+        &format!(
+            "<h1>{}</h1><p class=\"error\" id=\"error\">{}</p>",
+            esc(title),
+            esc(why)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_audit_page_escapes_what_the_log_holds() {
+        let q = AuditQuery {
+            sub: Some("\"><script>x</script>".into()),
+            limit: 10,
+        };
+        let row = AuditRow {
+            at_ms: 0,
+            at: "1970-01-01T00:00:00.000Z".into(),
+            sub: "<b>mallory</b>".into(),
+            api: "a&b".into(),
+            endpoint: "<img src=x>".into(),
+            status: 0,
+            latency_ms: 7,
+        };
+        let html = audit("<op>", &q, Ok(&[row]));
+        for raw in ["<script>", "<b>mallory", "<img", "a&b", "<op>"] {
+            assert!(!html.contains(raw), "{raw} unescaped: {html}");
+        }
+        assert!(html.contains("&lt;b&gt;mallory&lt;/b&gt;"), "{html}");
+        assert!(html.contains("href=\"/console/audit?sub=%3Cb%3Emallory%3C%2Fb%3E\""));
+        assert!(
+            html.contains("no answer"),
+            "status 0 is said in words: {html}"
+        );
+        let failed = audit("op", &q, Err("the state store is unavailable: <gone>"));
+        assert!(failed.contains("unavailable: &lt;gone&gt;"), "{failed}");
+    }
 }

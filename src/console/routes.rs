@@ -1,13 +1,18 @@
-//! The console's routes: three pages, their assets, and the JSON endpoints behind them
+//! The console's routes: the pages, their assets, and the JSON endpoints behind them
 //! (`docs/console.md`). Errors are JSON `{"error": "..."}` naming the argument at fault.
+//!
+//! Every handler reads its [`Viewer`]: a person sees only the APIs their `visible_to` rules
+//! show them (a hidden API is absent, as over MCP), and only admins read the audit log.
 //!
 //! Writes (`POST`) take JSON only: a page on another site can send a form to a loopback
 //! server, but not a JSON body without the browser asking first, and the `Origin` guard in
 //! front of these routes refuses it then.
 
+use super::audit::{self, AuditQuery};
 use super::health::{self, Filter};
 use super::review::Status;
 use super::review_write::{Review, ReviewError};
+use super::viewer::Viewer;
 use super::{html, pages, try_request, Console};
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -41,12 +46,14 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/health", get(health_page))
         .route("/console/review", get(review_page))
         .route("/console/try", get(try_page))
+        .route("/console/audit", get(audit_page))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
         .route("/console/assets/icon.svg", get(icon))
         .route("/console/api/health", get(health_json))
         .route("/console/api/review", get(review_json).post(review_save))
         .route("/console/api/try", axum::routing::post(try_json))
+        .route("/console/api/audit", get(audit_json))
         .with_state(console)
         .layer(axum::middleware::map_response(secure_headers))
 }
@@ -105,24 +112,28 @@ fn filter(q: &HashMap<String, String>) -> Result<Filter, String> {
     )
 }
 
-async fn health_json(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+async fn health_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
     let f = match filter(&q) {
         Ok(f) => f,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     match c.snapshot().await {
-        Ok(s) => Json(health::report(&s, &f)).into_response(),
+        Ok(s) => Json(health::report(&s, &f, &viewer.shown(&s))).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 
-async fn health_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+async fn health_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
     let f = match filter(&q) {
         Ok(f) => f,
         Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
     };
     match c.snapshot().await {
-        Ok(s) => Html(pages::health(&health::report(&s, &f), &f)).into_response(),
+        Ok(s) => Html(pages::health(
+            &health::report(&s, &f, &viewer.shown(&s)),
+            &f,
+        ))
+        .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
     }
 }
@@ -153,9 +164,11 @@ fn item_query(q: &HashMap<String, String>) -> Result<ItemQuery<'_>, String> {
 fn selected<'a>(
     items: &'a [super::review::ReviewItem],
     q: &ItemQuery,
+    shown: &super::viewer::Shown,
 ) -> Vec<&'a super::review::ReviewItem> {
     items
         .iter()
+        .filter(|i| shown.api(&i.api))
         .filter(|i| match q.status {
             "pending" => i.status == Status::Pending,
             "reviewed" => i.status == Status::Reviewed,
@@ -167,18 +180,19 @@ fn selected<'a>(
         .collect()
 }
 
-async fn review_json(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+async fn review_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
     let iq = match item_query(&q) {
         Ok(iq) => iq,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     match c.snapshot().await {
         Ok(s) => {
-            let items = selected(&s.items, &iq);
+            let shown = viewer.shown(&s);
+            let items = selected(&s.items, &iq, &shown);
             Json(json!({
                 "matching": items.len(),
                 "items": &items[..items.len().min(MAX_ITEMS)],
-                "unreadable": s.unreadable,
+                "unreadable": unreadable(&s, &shown),
             }))
             .into_response()
         }
@@ -186,26 +200,42 @@ async fn review_json(State(c): State<Arc<Console>>, Query(q): Params) -> Respons
     }
 }
 
-async fn review_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+async fn review_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
     let iq = match item_query(&q) {
         Ok(iq) => iq,
         Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
     };
     match c.snapshot().await {
         Ok(s) => {
-            let apis: Vec<String> = s.sources.iter().map(|x| x.id.clone()).collect();
-            let items = selected(&s.items, &iq);
+            let shown = viewer.shown(&s);
+            let apis: Vec<String> = s
+                .sources
+                .iter()
+                .filter(|x| shown.api(&x.id))
+                .map(|x| x.id.clone())
+                .collect();
+            let items = selected(&s.items, &iq, &shown);
             Html(pages::review(
                 &items[..items.len().min(MAX_CARDS)],
                 items.len(),
                 &apis,
                 iq.api,
                 iq.status,
-                &s.unreadable,
+                unreadable(&s, &shown),
             ))
             .into_response()
         }
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    }
+}
+
+/// Enriched files that could not be read: they name files of any API, so they are the
+/// platform team's to see, not a person's whose view is limited.
+fn unreadable<'a>(s: &'a super::Snapshot, shown: &super::viewer::Shown) -> &'a [String] {
+    if shown.is_everything() {
+        &s.unreadable
+    } else {
+        &[]
     }
 }
 
@@ -238,7 +268,12 @@ fn json_body(headers: &HeaderMap, body: &[u8]) -> Result<JsonObject, (StatusCode
     }
 }
 
-async fn review_save(State(c): State<Arc<Console>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn review_save(
+    State(c): State<Arc<Console>>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let obj = match json_body(&headers, &body) {
         Ok(o) => o,
         Err((status, msg)) => return error(status, msg),
@@ -247,6 +282,24 @@ async fn review_save(State(c): State<Arc<Console>>, headers: HeaderMap, body: By
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("review: {e}")),
     };
+    // An API the viewer does not see does not exist for them: the same answer as an
+    // unknown one.
+    if !viewer.is_admin() {
+        match c.snapshot().await {
+            Ok(s) if viewer.shown(&s).api(&review.api) => {}
+            Ok(_) => {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    ReviewError::NotFound(format!(
+                        "api: no API '{}'",
+                        crate::text::clip_chars(&review.api, 60)
+                    ))
+                    .to_string(),
+                )
+            }
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        }
+    }
     match c.review(review).await {
         Ok(saved) => Json(json!({"saved": saved})).into_response(),
         Err(e) => {
@@ -264,25 +317,33 @@ async fn review_save(State(c): State<Arc<Console>>, headers: HeaderMap, body: By
     }
 }
 
-async fn try_json(State(c): State<Arc<Console>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn try_json(
+    State(c): State<Arc<Console>>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let obj = match json_body(&headers, &body) {
         Ok(o) => o,
         Err((status, msg)) => return error(status, msg),
     };
-    match try_request::try_request(c.server(), &obj).await {
+    let sight = viewer.sight(&c.server().served());
+    match try_request::try_request(c.server(), &obj, &sight).await {
         Ok(t) => Json(t).into_response(),
         Err(e) => error(StatusCode::BAD_REQUEST, e),
     }
 }
 
-async fn try_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
+async fn try_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
+    let served = c.server().served();
+    let sight = viewer.sight(&served);
     let apis: Vec<String> = {
-        let served = c.server().served();
         let mut v: Vec<String> = served
             .shortlister()
             .tables()
             .apis
             .iter()
+            .filter(|(id, _)| sight.sees(id))
             .map(|(id, _)| id.clone())
             .collect();
         v.sort();
@@ -316,12 +377,72 @@ async fn try_page(State(c): State<Arc<Console>>, Query(q): Params) -> Response {
     if let Some(a) = api {
         args.insert("api".into(), Value::from(a));
     }
-    match try_request::try_request(c.server(), &args).await {
+    match try_request::try_request(c.server(), &args, &sight).await {
         Ok(t) => Html(pages::try_page(query, k, api, &apis, Some(Ok(&t)))).into_response(),
         Err(e) => (
             StatusCode::BAD_REQUEST,
             Html(pages::try_page(query, k, api, &apis, Some(Err(&e)))),
         )
             .into_response(),
+    }
+}
+
+/// Why a viewer who is not an admin gets no audit log.
+fn not_an_admin(viewer: &Viewer) -> String {
+    format!(
+        "The audit log records every person's calls, so it is shown to the console's admins \
+         only, and {} is not one: `admins` in the [auth] table of the catalog config names \
+         them (groups, scopes or subs).",
+        viewer.describe()
+    )
+}
+
+/// The status of an audit log that cannot be read: 503, as the store's absence or failure
+/// is the server's state, not the request's fault, and may pass.
+const NO_AUDIT: StatusCode = StatusCode::SERVICE_UNAVAILABLE;
+
+async fn audit_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
+    if !viewer.is_admin() {
+        return error(StatusCode::FORBIDDEN, not_an_admin(&viewer));
+    }
+    let aq = match AuditQuery::parse(param(&q, "sub"), param(&q, "limit")) {
+        Ok(aq) => aq,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    match audit::read(c.server().store(), &aq, audit::WAIT).await {
+        Ok(rows) => {
+            Json(json!({"sub": aq.sub, "limit": aq.limit, "entries": rows})).into_response()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "console: the audit log cannot be read");
+            error(NO_AUDIT, e.to_string())
+        }
+    }
+}
+
+async fn audit_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
+    if !viewer.is_admin() {
+        let page = pages::forbidden(html::Page::Audit, "Audit log", &not_an_admin(&viewer));
+        return (StatusCode::FORBIDDEN, Html(page)).into_response();
+    }
+    let who = viewer.describe();
+    let aq = match AuditQuery::parse(param(&q, "sub"), param(&q, "limit")) {
+        Ok(aq) => aq,
+        Err(e) => {
+            let fallback = AuditQuery {
+                sub: param(&q, "sub").map(str::to_string),
+                limit: audit::DEFAULT_LIMIT,
+            };
+            let page = pages::audit(&who, &fallback, Err(&e));
+            return (StatusCode::BAD_REQUEST, Html(page)).into_response();
+        }
+    };
+    match audit::read(c.server().store(), &aq, audit::WAIT).await {
+        Ok(rows) => Html(pages::audit(&who, &aq, Ok(&rows))).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "console: the audit log cannot be read");
+            let page = pages::audit(&who, &aq, Err(&e.to_string()));
+            (NO_AUDIT, Html(page)).into_response()
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! tokens ([`crate::server::tokens`]).
 
 use crate::server::tools::endpoint_tool;
-use crate::server::{tokens, ServerState};
+use crate::server::{tokens, ServerState, Sight};
 use crate::shortlist::explain::{Explanation, Origin};
 use rmcp::model::JsonObject;
 use serde::Serialize;
@@ -51,12 +51,16 @@ pub struct Tried {
 
 /// Ranks `args` (`find_tools` arguments: `query`, `k`, `api`) and explains the result.
 /// The error is the message `find_tools` would give.
-pub async fn try_request(state: &Arc<ServerState>, args: &JsonObject) -> Result<Tried, String> {
+/// `sight` is what the console's viewer sees: the whole catalog for its operator and admins,
+/// a person's own APIs otherwise, so "Try" shows what that person's client would get.
+pub async fn try_request(
+    state: &Arc<ServerState>,
+    args: &JsonObject,
+    sight: &Sight,
+) -> Result<Tried, String> {
     // What a 2026-07-28 client, today's default, would get.
     let exposure = state.exposure(crate::server::Era::Stateless);
-    // The console is the platform team's view of the whole catalog.
-    let everything = crate::server::Sight::everything();
-    let (ranked, explained) = state.rank_explained(args, exposure, &everything).await?;
+    let (ranked, explained) = state.rank_explained(args, exposure, sight).await?;
     let sl = ranked.served.shortlister();
     // Without `k`, a client gets as many hits as fit the answer's token budget: show those.
     let mut explained = explained;

@@ -143,6 +143,11 @@ impl ServerState {
         self.store.set(store).is_ok()
     }
 
+    /// The state store, when one is kept: the console reads the audit log from it.
+    pub fn store(&self) -> Option<&crate::store::Store> {
+        self.store.get()
+    }
+
     pub fn clients(&self) -> &ClientRegistry {
         &self.clients
     }
