@@ -452,6 +452,7 @@ async fn replicas_behind_haproxy_share_one_store() {
         groups_claim: None,
         leeway_secs: None,
         jwks_min_refetch_secs: None,
+        admins: None,
     })
     .expect("verifier");
     for r in &got {

@@ -68,6 +68,7 @@ async fn seen_as(issuer: &str, audience: &str, header: Option<&str>) -> String {
         groups_claim: None,
         leeway_secs: None,
         jwks_min_refetch_secs: None,
+        admins: None,
     })
     .unwrap();
     api.verify(token)

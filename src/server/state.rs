@@ -499,11 +499,6 @@ impl ServerState {
         &self.invoker
     }
 
-    /// The state store, when the server keeps one.
-    pub fn store(&self) -> Option<&crate::store::Store> {
-        self.store.get()
-    }
-
     /// The message for a name no endpoint has (or none the caller sees).
     pub fn unknown_tool(&self, name: &str, sight: &Sight) -> String {
         self.served().unknown_tool_for(name, sight)
