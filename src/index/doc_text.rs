@@ -190,11 +190,7 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
     if title_in_text(ep) {
         push(clean(&ep.api_title));
     }
-    if let Some(d) = ep
-        .description
-        .as_ref()
-        .filter(|_| authored(ep.description_provenance.as_ref()))
-    {
+    if let Some(d) = ranked_text(ep.description.as_ref(), ep.description_provenance.as_ref()) {
         push(clip_words(&clean(first_section(d)), 80));
     }
     for q in ep.generated_questions.iter().take(5) {
@@ -270,10 +266,21 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
 /// A parameter's description as the doc text reads it: cleaned, empty when there is none
 /// or when the heuristic wrote it ([`authored`]).
 fn param_description(p: &Parameter) -> String {
-    match &p.description {
-        Some(d) if authored(p.description_provenance.as_ref()) => clean(d),
-        _ => String::new(),
+    ranked_text(p.description.as_ref(), p.description_provenance.as_ref())
+        .map(|d| clean(d))
+        .unwrap_or_default()
+}
+
+/// The description the ranking reads: the shown one unless the heuristic wrote it, and
+/// then the author's own text it is shown instead of, if any ([`authored`]).
+fn ranked_text<'a>(
+    shown: Option<&'a String>,
+    provenance: Option<&'a Provenance>,
+) -> Option<&'a str> {
+    if authored(provenance) {
+        return shown.map(String::as_str);
     }
+    provenance.and_then(|p| p.replaced.as_deref())
 }
 
 /// Response field names that pass `keep`, as words (`place_of_birth` -> `place of birth`),
@@ -390,6 +397,7 @@ mod tests {
     fn heuristic_descriptions_stay_out_of_the_doc_text() {
         let by = |generator: &str| {
             Some(Provenance {
+                replaced: None,
                 generator: generator.into(),
                 template: String::new(),
                 date: "2026-11-26".into(),
@@ -435,5 +443,26 @@ mod tests {
             }
         }
         assert!(authored(None) && authored(by("m").as_ref()) && !authored(by(HEURISTIC).as_ref()));
+
+        // Shown instead of the author's weak text, the heuristic's gives the ranking that
+        // text back; a model's replaces it.
+        let instead = |generator: &str| {
+            by(generator).map(|p| Provenance {
+                replaced: Some("Search for movies.".into()),
+                ..p
+            })
+        };
+        ep.description = Some("Get credits of the movie.".into());
+        ep.description_provenance = instead(HEURISTIC);
+        ep.parameters = vec![param("Heuristic words.", instead(HEURISTIC))];
+        let t = build(&ep, DocVariant::Full);
+        assert!(
+            !t.contains("Get credits of the movie") && !t.contains("Heuristic words"),
+            "{t}"
+        );
+        assert_eq!(t.matches("Search for movies").count(), 2, "{t}");
+        ep.description_provenance = instead("gpt-4o-mini");
+        let t = build(&ep, DocVariant::Full);
+        assert!(t.contains("Get credits of the movie"), "{t}");
     }
 }
