@@ -9,6 +9,7 @@ use enrich_cli::*;
 use serde_json::{json, Value};
 use shortlist::catalog::{enriched_path, Catalog, ParamLocation};
 use shortlist::enrich::schema_check;
+use shortlist::index::doc_text::{self, DocVariant};
 use std::path::{Path, PathBuf};
 
 fn catalogs() -> PathBuf {
@@ -192,6 +193,31 @@ fn the_loader_fills_endpoint_fields_from_the_enriched_copy() {
         Some("Creates a new, empty list owned by the account.")
     );
     assert_eq!(lists.description_provenance, None);
+
+    // The index reads the spec's and the model's text, not the heuristic's: it only restates
+    // the operationId, the path and the parameters' names, which the doc text holds anyway.
+    let texts = doc_text::build_all(&c.endpoints, DocVariant::Full);
+    let text = |path: &str| &texts[c.endpoints.iter().position(|e| e.path == path).unwrap()];
+    assert!(movie_id
+        .description
+        .as_deref()
+        .unwrap()
+        .contains("(path parameter, integer, required)"));
+    assert!(
+        !text("/movie/{movie_id}/credits").contains("Get movie credits")
+            && !text("/movie/{movie_id}/credits").contains("(path parameter"),
+        "{}",
+        text("/movie/{movie_id}/credits")
+    );
+    assert!(text("/movie/{movie_id}/credits").contains("movie_id (path, integer, required)"));
+    assert!(
+        !text("/search/movie").contains("Search movie")
+            && text("/search/movie").contains("Finds movies by title.")
+            && text("/search/movie").contains("Which movies are called Alien?"),
+        "{}",
+        text("/search/movie")
+    );
+    assert!(text("/lists").contains("Creates a new, empty list owned by the account."));
 }
 
 #[test]

@@ -148,6 +148,11 @@ pub struct Provenance {
     pub template: String,
     /// ISO date of generation.
     pub date: String,
+    /// The author's own text this generated one is shown instead of (a weak description,
+    /// see `catalog::weak`): what the ranking reads when the generated text is the
+    /// heuristic's, which adds nothing the author's words and the names do not carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
 }
 
 /// One operation parameter, merged from path-level and operation-level declarations.

@@ -336,7 +336,13 @@ pub fn pick_description(
         .filter(|s| !s.trim().is_empty())
         .map(str::to_string);
     match (human, beside) {
-        (Some(h), Some(g)) if super::weak::is_weak(&h, names) => (Some(g), marker),
+        (Some(h), Some(g)) if super::weak::is_weak(&h, names) => (
+            Some(g),
+            marker.map(|p| Provenance {
+                replaced: Some(h),
+                ..p
+            }),
+        ),
         (Some(h), Some(_)) => (Some(h), None),
         (None, Some(g)) => (Some(g), marker),
         (Some(h), None) => (Some(h), marker),
@@ -355,6 +361,7 @@ pub fn provenance(marker: Option<&Value>, field: &str) -> Option<Provenance> {
         return None;
     }
     Some(Provenance {
+        replaced: None,
         generator: m.get("generator")?.as_str()?.to_string(),
         template: m
             .get("template")

@@ -334,6 +334,7 @@ mod tests {
 
     fn prov() -> Provenance {
         Provenance {
+            replaced: None,
             generator: "m".into(),
             template: "t@1".into(),
             date: "2026-01-01".into(),

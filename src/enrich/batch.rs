@@ -181,6 +181,7 @@ fn cached(
         Ok(TaskAnswer {
             value: verdict.accepted,
             provenance: Provenance {
+                replaced: None,
                 generator: hit.model.clone(),
                 template: hit.template.clone(),
                 date: hit.date.clone(),
@@ -587,6 +588,7 @@ async fn ask_group(
                         TaskAnswer {
                             value: done,
                             provenance: Provenance {
+                                replaced: None,
                                 generator: client.model().to_string(),
                                 template: g.prompts.batch.label(),
                                 date: g.today.clone(),

@@ -168,6 +168,7 @@ async fn ask_llm(
                 return Ok(TaskAnswer {
                     value: verdict.accepted,
                     provenance: Provenance {
+                        replaced: None,
                         generator: hit.model.clone(),
                         template: hit.template.clone(),
                         date: hit.date.clone(),
@@ -236,6 +237,7 @@ async fn ask_llm(
         verdict = merge(task, verdict, again);
     }
     let provenance = Provenance {
+        replaced: None,
         generator: client.model().to_string(),
         template: template.label(),
         date: g.today.clone(),
@@ -466,6 +468,7 @@ pub(super) fn heuristic_fill(
     fallback: bool,
 ) {
     let prov = Provenance {
+        replaced: None,
         generator: HEURISTIC.to_string(),
         template: String::new(),
         date: today.to_string(),

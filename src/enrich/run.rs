@@ -692,9 +692,11 @@ fn run_checks(
                 });
                 owners.push((w, e, kind, q));
             };
-            // The heuristic's fallbacks for what the model failed on are checked too: in a
-            // model's run they enter the index in its place (measured on socbench-dev, they
-            // cost recall there). A run with `--llm none` is not checked.
+            // The heuristic's fallbacks for what the model failed on are checked too. The
+            // index no longer reads them (`doc_text::authored`), but they are the tool
+            // description a client and a host's own tool search read, and one that fits
+            // another endpoint better would mislead there. A run with `--llm none` is not
+            // checked.
             if let Some(g) = &out.description {
                 add(Kind::Description, &g.value, 0);
             }

@@ -13,14 +13,17 @@
 //!   so not `id`, `page` or `poster_path`) are appended;
 //! - only the **first section of a description**: what follows a markdown heading or table is
 //!   changelogs and reference tables ("Recent Changes | July 17, 2018 | ...").
+//!
+//! And one thing it leaves out: descriptions the heuristic enricher wrote ([`authored`]).
 
-use crate::catalog::Endpoint;
+use crate::catalog::{Endpoint, Parameter, Provenance};
+use crate::enrich::HEURISTIC;
 use crate::text::{clean, split_identifier};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Bumped whenever the text a variant produces changes, so stored vectors are re-embedded.
-pub const DOC_TEXT_VERSION: u32 = 3;
+pub const DOC_TEXT_VERSION: u32 = 4;
 
 /// Roughly how many words fit the model's 256 word pieces (English averages ~1.3 pieces
 /// per word; identifiers split into more).
@@ -124,6 +127,19 @@ pub fn lexical_only(ep: &Endpoint) -> String {
     }
 }
 
+/// Whether a description enters the doc text: any but the heuristic enricher's.
+///
+/// The heuristic writes its descriptions from the operationId's or the path's words and from
+/// each parameter's name, location, type and constraints, all of which the doc text already
+/// reads from the spec itself. Repeated as sentences they add nothing for ranking, and they
+/// cost recall: longer texts of the same words, in stock phrases that many endpoints share
+/// ("Maximum number of items to return"), drift the texts together (measured on the
+/// development suite, docs/results.md). Clients still see them in tool definitions; what a
+/// model wrote, and what the spec's author wrote, are read as before.
+pub fn authored(provenance: Option<&Provenance>) -> bool {
+    provenance.is_none_or(|p| p.generator != HEURISTIC)
+}
+
 /// Words of a path: `/movie/{movie_id}/credits` -> `movie movie id credits`.
 pub fn path_words(path: &str) -> String {
     split_identifier(path).join(" ")
@@ -174,7 +190,7 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
     if title_in_text(ep) {
         push(clean(&ep.api_title));
     }
-    if let Some(d) = &ep.description {
+    if let Some(d) = ranked_text(ep.description.as_ref(), ep.description_provenance.as_ref()) {
         push(clip_words(&clean(first_section(d)), 80));
     }
     for q in ep.generated_questions.iter().take(5) {
@@ -193,7 +209,7 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
                 }
             } else {
                 for p in &ep.parameters {
-                    let d = p.description.as_deref().map(clean).unwrap_or_default();
+                    let d = param_description(p);
                     push(format!(
                         "{}: {}",
                         split_identifier(&p.name).join(" "),
@@ -213,7 +229,7 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
                     .get("type")
                     .and_then(|t| t.as_str())
                     .unwrap_or("string");
-                let d = p.description.as_deref().map(clean).unwrap_or_default();
+                let d = param_description(p);
                 let mut s = format!(
                     "{} ({}, {}{}): {}",
                     p.name,
@@ -245,6 +261,26 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
         }
     }
     clip_words(&parts.join(". "), WORD_BUDGET)
+}
+
+/// A parameter's description as the doc text reads it: cleaned, empty when there is none
+/// or when the heuristic wrote it ([`authored`]).
+fn param_description(p: &Parameter) -> String {
+    ranked_text(p.description.as_ref(), p.description_provenance.as_ref())
+        .map(|d| clean(d))
+        .unwrap_or_default()
+}
+
+/// The description the ranking reads: the shown one unless the heuristic wrote it, and
+/// then the author's own text it is shown instead of, if any ([`authored`]).
+fn ranked_text<'a>(
+    shown: Option<&'a String>,
+    provenance: Option<&'a Provenance>,
+) -> Option<&'a str> {
+    if authored(provenance) {
+        return shown.map(String::as_str);
+    }
+    provenance.and_then(|p| p.replaced.as_deref())
 }
 
 /// Response field names that pass `keep`, as words (`place_of_birth` -> `place of birth`),
@@ -355,5 +391,78 @@ mod tests {
         );
         assert!(!texts[0].contains("returns"), "{}", texts[0]);
         assert!(build_all(&eps, DocVariant::Full)[0].ends_with("returns: id, name, poster path"));
+    }
+
+    #[test]
+    fn heuristic_descriptions_stay_out_of_the_doc_text() {
+        let by = |generator: &str| {
+            Some(Provenance {
+                replaced: None,
+                generator: generator.into(),
+                template: String::new(),
+                date: "2026-11-26".into(),
+            })
+        };
+        let param = |description: &str, provenance| Parameter {
+            name: "q".into(),
+            location: crate::catalog::ParamLocation::Query,
+            required: false,
+            description: Some(description.into()),
+            schema: serde_json::json!({"type": "string"}),
+            style: None,
+            explode: None,
+            example: None,
+            deprecated: false,
+            description_provenance: provenance,
+            example_provenance: None,
+        };
+        let mut ep = endpoint("/movie/{movie_id}/credits", &[]);
+        ep.parameters = vec![
+            param("heuristicparam text", by(HEURISTIC)),
+            param("modelparam text", by("gpt-4o-mini")),
+            param("humanparam text", None),
+        ];
+        for (provenance, kept) in [
+            (by(HEURISTIC), false),
+            (by("gpt-4o-mini"), true),
+            (None, true),
+        ] {
+            ep.description = Some("Lists everyone credited on a film.".into());
+            ep.description_provenance = provenance;
+            for variant in [
+                DocVariant::Full,
+                DocVariant::WithParams,
+                DocVariant::Relevant,
+            ] {
+                let t = build(&ep, variant);
+                assert_eq!(t.contains("credited on a film"), kept, "{variant:?}: {t}");
+                assert!(!t.contains("heuristicparam"), "{variant:?}: {t}");
+                let params_read = variant != DocVariant::Relevant;
+                assert_eq!(t.contains("modelparam"), params_read, "{variant:?}: {t}");
+                assert_eq!(t.contains("humanparam"), params_read, "{variant:?}: {t}");
+            }
+        }
+        assert!(authored(None) && authored(by("m").as_ref()) && !authored(by(HEURISTIC).as_ref()));
+
+        // Shown instead of the author's weak text, the heuristic's gives the ranking that
+        // text back; a model's replaces it.
+        let instead = |generator: &str| {
+            by(generator).map(|p| Provenance {
+                replaced: Some("Search for movies.".into()),
+                ..p
+            })
+        };
+        ep.description = Some("Get credits of the movie.".into());
+        ep.description_provenance = instead(HEURISTIC);
+        ep.parameters = vec![param("Heuristic words.", instead(HEURISTIC))];
+        let t = build(&ep, DocVariant::Full);
+        assert!(
+            !t.contains("Get credits of the movie") && !t.contains("Heuristic words"),
+            "{t}"
+        );
+        assert_eq!(t.matches("Search for movies").count(), 2, "{t}");
+        ep.description_provenance = instead("gpt-4o-mini");
+        let t = build(&ep, DocVariant::Full);
+        assert!(t.contains("Get credits of the movie"), "{t}");
     }
 }

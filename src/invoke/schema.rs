@@ -181,6 +181,7 @@ mod tests {
         id.example = Some(json!(550));
         let mut q = param("id", ParamLocation::Query, json!({"type": "array"}));
         q.example_provenance = Some(Provenance {
+            replaced: None,
             generator: "heuristic".into(),
             template: String::new(),
             date: "2025-01-01".into(),

@@ -207,6 +207,7 @@ mod tests {
         e.summary = None;
         e.description = Some("Fetches one movie by its id.".into());
         e.description_provenance = Some(crate::catalog::Provenance {
+            replaced: None,
             generator: "heuristic".into(),
             template: String::new(),
             date: "2026-11-22".into(),
