@@ -267,7 +267,7 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
 /// or when the heuristic wrote it ([`authored`]).
 fn param_description(p: &Parameter) -> String {
     ranked_text(p.description.as_ref(), p.description_provenance.as_ref())
-        .map(|d| clean(d))
+        .map(clean)
         .unwrap_or_default()
 }
 
