@@ -969,3 +969,7 @@ mod tests {
         println!("one text per call: {:?}", t.elapsed() / 32);
     }
 }
+
+#[cfg(test)]
+#[path = "embedder_timing.rs"]
+mod timing;
