@@ -43,6 +43,10 @@ enum Command {
 fn main() -> ExitCode {
     cli::init_logging();
     let cli = Cli::parse();
+    // The commands whose start is mostly the model's session build (cli/huge_pages.rs).
+    if matches!(cli.command, Command::Search(_) | Command::Serve(_)) {
+        cli::huge_pages::restart_with_huge_pages();
+    }
     let result = match cli.command {
         Command::Check(a) => cli::check(a),
         Command::Index(a) => cli::index::run(a),

@@ -6,6 +6,7 @@ pub mod console;
 pub mod doc_texts;
 pub mod enrich;
 pub mod eval;
+pub mod huge_pages;
 pub mod index;
 pub mod install;
 pub mod model;
