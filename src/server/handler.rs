@@ -174,7 +174,6 @@ impl ShortlistServer {
             key: self.client_key(ctx),
             exposure: self.exposure(ctx),
             sight: self.sight(ctx),
-            sub: principal(ctx).map(|p| p.sub.clone()),
             person: person(ctx),
         }
     }
@@ -309,7 +308,7 @@ impl ServerHandler for ShortlistServer {
     ) -> Result<CallToolResponse, McpError> {
         self.check_owner(&ctx)?;
         let answered = request.input_responses.as_ref();
-        let args = request.arguments.clone().unwrap_or_default();
+        let args = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
         match name {
             FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),

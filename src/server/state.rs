@@ -56,10 +56,16 @@ pub struct Caller {
     pub key: ClientKey,
     pub exposure: Exposure,
     pub sight: Sight,
-    /// `None`: no verified person (stdio, a server without `[auth]`).
-    pub sub: Option<String>,
-    /// The verified person, for APIs called with each person's own token.
+    /// The verified person (`None`: stdio, a server without `[auth]`), for the audit log
+    /// and for APIs called with each person's own token.
     pub person: Option<crate::credentials::Person>,
+}
+
+impl Caller {
+    /// The person's `sub`, or `-` without a verified person (as the audit log writes it).
+    pub fn sub(&self) -> &str {
+        self.person.as_ref().map_or("-", |p| p.sub.as_str())
+    }
 }
 
 /// What calling an endpoint came to.
@@ -464,7 +470,7 @@ impl ServerState {
         let outcome = match self.invoker.call_for(ep, api_cfg, arguments, who).await {
             crate::invoke::Called::Done(o) => o,
             crate::invoke::Called::Consent { api, link, state } => {
-                tracing::info!(api = %api, sub = caller.sub.as_deref().unwrap_or("-"), "consent asked for");
+                tracing::info!(api = %api, sub = caller.sub(), "consent asked for");
                 return Some(CallResult::Consent { api, link, state });
             }
         };
@@ -472,7 +478,7 @@ impl ServerState {
         if let Some(store) = self.store.get() {
             let entry = crate::store::AuditEntry {
                 at_ms: started,
-                sub: caller.sub.as_deref().unwrap_or("-").to_string(),
+                sub: caller.sub().to_string(),
                 api: ep.api.clone(),
                 endpoint: ep.tool_name.clone(),
                 status: outcome.status.unwrap_or(0),
