@@ -8,25 +8,10 @@
 #[path = "support/oidc.rs"]
 mod oidc;
 
-use shortlist::auth::Verifier;
-use shortlist::catalog::config::ResourceServerConfig;
 use shortlist::credentials::{ClientCredentials, CredentialError, TokenExchange};
 use std::sync::Arc;
 
 const API: &str = "http://127.0.0.1:9/billing";
-
-fn api_verifier(issuer: &str) -> Verifier {
-    Verifier::new(&ResourceServerConfig {
-        issuer: issuer.into(),
-        audience: API.into(),
-        required_scopes: vec!["mcp".into()],
-        groups_claim: None,
-        leeway_secs: None,
-        jwks_min_refetch_secs: None,
-        admins: None,
-    })
-    .unwrap()
-}
 
 fn now() -> u64 {
     std::time::SystemTime::now()
@@ -38,7 +23,7 @@ fn now() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_exchange_on_behalf_of_each_person() {
     let idp = oidc::Provider::start("http://127.0.0.1:9/mcp").await;
-    let api = api_verifier(&idp.issuer);
+    let api = idp.api_verifier(API, &["mcp"]);
     let tx = TokenExchange::new(
         &format!("{}/token", idp.issuer),
         "shortlist-server",
@@ -108,7 +93,7 @@ async fn client_credentials_from_a_real_provider() {
 
     // The token is the API's: a resource server with that audience accepts it as carol's.
     let t1 = cc.token().await.unwrap();
-    let api = api_verifier(&idp.issuer);
+    let api = idp.api_verifier(API, &["mcp"]);
     assert_eq!(api.verify(&t1).await.unwrap().sub, "carol");
 
     // Reused (the provider mints a new jti per grant, so equal means cached), shared by

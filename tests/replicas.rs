@@ -445,16 +445,7 @@ async fn replicas_behind_haproxy_share_one_store() {
     let got = up.received();
     let mut credits: HashMap<String, usize> = HashMap::new();
     let mut searches: HashMap<String, usize> = HashMap::new();
-    let hr = shortlist::auth::Verifier::new(&shortlist::catalog::config::ResourceServerConfig {
-        issuer: idp.issuer.clone(),
-        audience: HR.into(),
-        required_scopes: vec![],
-        groups_claim: None,
-        leeway_secs: None,
-        jwks_min_refetch_secs: None,
-        admins: None,
-    })
-    .expect("verifier");
+    let hr = idp.api_verifier(HR, &[]);
     for r in &got {
         if r.path == "/3/search/movie" {
             // Each person's own token: the API sees exactly the person the call names.

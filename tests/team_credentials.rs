@@ -23,8 +23,6 @@ mod postgres;
 
 use serde_json::{json, Value};
 use server_common::*;
-use shortlist::auth::Verifier;
-use shortlist::catalog::config::ResourceServerConfig;
 use std::time::Duration;
 use support::upstream;
 
@@ -57,20 +55,11 @@ fn echo_spec(dir: &std::path::Path, id: &str) -> std::path::PathBuf {
 }
 
 /// Who an API verifying tokens of `issuer` for `audience` sees in an `Authorization` header.
-async fn seen_as(issuer: &str, audience: &str, header: Option<&str>) -> String {
+async fn seen_as(idp: &oidc::Provider, audience: &str, header: Option<&str>) -> String {
     let token = header
         .and_then(|h| h.strip_prefix("Bearer "))
         .expect("a bearer token reached the upstream");
-    let api = Verifier::new(&ResourceServerConfig {
-        issuer: issuer.into(),
-        audience: audience.into(),
-        required_scopes: vec![],
-        groups_claim: None,
-        leeway_secs: None,
-        jwks_min_refetch_secs: None,
-        admins: None,
-    })
-    .unwrap();
+    let api = idp.api_verifier(audience, &[]);
     api.verify(token)
         .await
         .unwrap_or_else(|e| panic!("the API refuses the token: {e:?}"))
@@ -247,7 +236,7 @@ async fn each_person_calls_with_their_own_credentials() {
         let (call, doc) = team.call(person, "auto", "hr__hrEcho", &[]).await;
         assert!(!is_error(&call), "{doc:#}");
         let auth = team.last_authorization();
-        assert_eq!(seen_as(&issuer, HR, auth.as_deref()).await, person);
+        assert_eq!(seen_as(&team.idp, HR, auth.as_deref()).await, person);
         exchanged.push(auth);
     }
     assert_ne!(exchanged[0], exchanged[1]);
@@ -259,7 +248,7 @@ async fn each_person_calls_with_their_own_credentials() {
         assert!(!is_error(&call), "{doc:#}");
         let auth = team.last_authorization();
         assert_eq!(
-            seen_as(&issuer, BATCH, auth.as_deref()).await,
+            seen_as(&team.idp, BATCH, auth.as_deref()).await,
             "shortlist-server"
         );
         machine.push(auth);
@@ -315,13 +304,13 @@ async fn each_person_calls_with_their_own_credentials() {
         "called once, after consent"
     );
     let first = team.last_authorization();
-    assert_eq!(seen_as(&issuer, NOTES, first.as_deref()).await, "alice");
+    assert_eq!(seen_as(&team.idp, NOTES, first.as_deref()).await, "alice");
 
     // The next call needs no consent; the 20 s token is refreshed (renewed 30 s ahead).
     let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
     assert!(!is_error(&call), "{doc:#}");
     let second = team.last_authorization();
-    assert_eq!(seen_as(&issuer, NOTES, second.as_deref()).await, "alice");
+    assert_eq!(seen_as(&team.idp, NOTES, second.as_deref()).await, "alice");
     assert_ne!(first, second, "refreshed");
 
     // Tokens rest sealed: the store file holds neither in clear.
@@ -347,7 +336,7 @@ async fn each_person_calls_with_their_own_credentials() {
     let (call, doc) = team.call("bob", "auto", "notes__notesEcho", &[]).await;
     assert!(!is_error(&call), "{doc:#}");
     assert_eq!(
-        seen_as(&issuer, NOTES, team.last_authorization().as_deref()).await,
+        seen_as(&team.idp, NOTES, team.last_authorization().as_deref()).await,
         "bob"
     );
     // The link is spent.
@@ -374,7 +363,7 @@ async fn each_person_calls_with_their_own_credentials() {
     assert!(!is_error(&call), "{doc:#}");
     assert_eq!(doc["elicitations"].as_array().unwrap().len(), 1, "{doc:#}");
     assert_eq!(
-        seen_as(&issuer, NOTES, team.last_authorization().as_deref()).await,
+        seen_as(&team.idp, NOTES, team.last_authorization().as_deref()).await,
         "carol"
     );
 

@@ -121,6 +121,21 @@ impl Provider {
         Provider::start_on(&audience, port, users.as_deref()).await
     }
 
+    /// How an API behind this provider checks tokens: issued by it, for `audience`,
+    /// carrying every one of `scopes`.
+    pub fn api_verifier(&self, audience: &str, scopes: &[&str]) -> shortlist::auth::Verifier {
+        shortlist::auth::Verifier::new(&shortlist::catalog::config::ResourceServerConfig {
+            issuer: self.issuer.clone(),
+            audience: audience.into(),
+            required_scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            groups_claim: None,
+            leeway_secs: None,
+            jwks_min_refetch_secs: None,
+            admins: None,
+        })
+        .expect("a verifier for the API")
+    }
+
     /// The provider's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log.path()).unwrap_or_default()
