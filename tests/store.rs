@@ -9,7 +9,8 @@ mod postgres;
 use shortlist::store::postgres::PostgresBackend;
 use shortlist::store::sqlite::SqliteBackend;
 use shortlist::store::{
-    AuditEntry, Location, PendingConsent, SealedToken, Sealer, Store, StoreError, UpstreamToken,
+    AuditEntry, ConsentLimits, Event, Location, PendingConsent, SealedToken, Sealer, Store,
+    StoreError, UpstreamToken,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,12 @@ fn consent(state: &str, sub: &str, api: &str, ttl: i64) -> PendingConsent {
         pkce_verifier: format!("verifier-of-{state}"),
         created_at: now,
         expires_at: now + ttl,
+        client_id: Some("claude-code".into()),
     }
+}
+
+fn limits() -> ConsentLimits {
+    ConsentLimits::default()
 }
 
 /// What every backend must do.
@@ -95,8 +101,8 @@ async fn exercise(store: &Store) {
         })
         .await
         .unwrap();
-    let e = store.token("alice", "gh").await.unwrap_err();
-    assert!(matches!(e, StoreError::Key(_)), "{e}");
+    // It counts as absent (the person is asked to consent again), and it can be deleted.
+    assert_eq!(store.token("alice", "gh").await.unwrap(), None);
     // Replacing and revoking.
     store
         .put_token("alice", "gh", &token("alice-at-2"))
@@ -117,13 +123,17 @@ async fn exercise(store: &Store) {
 
     // Consents: found by state, completed once, expired ones gone.
     store
-        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .put_consent(&consent("st-1", "alice", "gh", 600), limits())
         .await
         .unwrap();
     let c = store.consent("st-1").await.unwrap().unwrap();
     assert_eq!(
-        (c.sub.as_str(), c.pkce_verifier.as_str()),
-        ("alice", "verifier-of-st-1")
+        (
+            c.sub.as_str(),
+            c.pkce_verifier.as_str(),
+            c.client_id.as_deref()
+        ),
+        ("alice", "verifier-of-st-1", Some("claude-code"))
     );
     assert!(store
         .complete_consent("st-1", &token("from-consent"))
@@ -147,7 +157,7 @@ async fn exercise(store: &Store) {
         "from-consent"
     );
     store
-        .put_consent(&consent("st-old", "bob", "gh", -1))
+        .put_consent(&consent("st-old", "bob", "gh", -1), limits())
         .await
         .unwrap();
     assert_eq!(store.consent("st-old").await.unwrap(), None, "expired");
@@ -157,27 +167,98 @@ async fn exercise(store: &Store) {
         .unwrap());
     assert_eq!(store.expire_consents().await.unwrap(), 1);
 
-    // Audit: newest first, per person or all.
+    // Pending consents are bounded: a person keeps their five newest, and the table
+    // refuses more than its ceiling.
+    for i in 0..7 {
+        let mut c = consent(&format!("carol-{i}"), "carol", "gh", 600);
+        c.created_at += i;
+        store.put_consent(&c, limits()).await.unwrap();
+    }
+    let kept: Vec<bool> = futures::future::join_all((0..7).map(|i| async move {
+        store
+            .consent(&format!("carol-{i}"))
+            .await
+            .unwrap()
+            .is_some()
+    }))
+    .await;
+    assert_eq!(
+        kept,
+        [false, false, true, true, true, true, true],
+        "the oldest made room"
+    );
+    let full = ConsentLimits {
+        per_person: 5,
+        total: 5,
+    };
+    let e = store
+        .put_consent(&consent("dave-1", "dave", "gh", 600), full)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Full(_)), "{e}");
+    assert_eq!(
+        store.consent("dave-1").await.unwrap(),
+        None,
+        "nothing written"
+    );
+
+    // Audit: events beside calls, newest first, per person or all.
     for (i, (sub, status)) in [("alice", 200u16), ("bob", 404), ("alice", 0)]
         .iter()
         .enumerate()
     {
-        store
-            .record_call(&AuditEntry {
-                at_ms: 1_000 + i as i64,
-                sub: sub.to_string(),
-                api: "gh".into(),
-                endpoint: "gh__list_repos".into(),
-                status: *status,
-                latency_ms: 12 + i as u32,
-            })
-            .await
-            .unwrap();
+        let mut e = AuditEntry::event(Event::Call, sub, Some("cli"), "gh").on("gh__list_repos");
+        e.at_ms = 1_000 + i as i64;
+        e.status = *status;
+        e.latency_ms = 12 + i as u32;
+        store.record(&e).await.unwrap();
     }
     let mine = store.audit(Some("alice"), 10).await.unwrap();
     assert_eq!(mine.iter().map(|e| e.status).collect::<Vec<_>>(), [0, 200]);
     assert_eq!(store.audit(None, 2).await.unwrap().len(), 2);
     assert_eq!(store.audit(None, 10).await.unwrap()[0].latency_ms, 14);
+    // A record written before what it records, then finished with its outcome.
+    let mut review = AuditEntry::event(Event::Review, "rita", Some("console"), "gh")
+        .with_detail(serde_json::json!({"new": "List repositories."}));
+    review.at_ms = 2_000;
+    let id = store.record(&review).await.unwrap();
+    store
+        .finish_call(
+            id,
+            200,
+            0,
+            Some(serde_json::json!({"old": "x", "new": "List repositories."})),
+        )
+        .await
+        .unwrap();
+    let r = &store.audit(Some("rita"), 1).await.unwrap()[0];
+    assert_eq!(
+        (r.event.as_str(), r.client_id.as_deref(), r.status),
+        ("review", Some("console"), 200)
+    );
+    assert_eq!(
+        r.detail.as_deref(),
+        Some(r#"{"old":"x","new":"List repositories."}"#)
+    );
+
+    // Locks that replicas share: one holder at a time, given back or expired.
+    let hour = Duration::from_secs(3600);
+    assert!(store.try_lock("refresh-x", "r1", hour).await.unwrap());
+    assert!(!store.try_lock("refresh-x", "r2", hour).await.unwrap());
+    store.unlock("refresh-x", "r2").await.unwrap();
+    assert!(
+        !store.try_lock("refresh-x", "r2", hour).await.unwrap(),
+        "not r2's to give"
+    );
+    store.unlock("refresh-x", "r1").await.unwrap();
+    assert!(store
+        .try_lock("refresh-x", "r2", Duration::ZERO)
+        .await
+        .unwrap());
+    assert!(
+        store.try_lock("refresh-x", "r3", hour).await.unwrap(),
+        "an expired lock is taken over"
+    );
 
     // Without a key: the audit log works, secrets are refused with the fix.
     let keyless = Store::with_backend(Arc::clone(store.backend()), None);
@@ -187,6 +268,50 @@ async fn exercise(store: &Store) {
         .unwrap_err();
     assert!(e.to_string().contains("SHORTLIST_STATE_KEY"), "{e}");
     assert!(keyless.token("bob", "gh").await.is_err());
+
+    // A changed key: rows sealed under the old one count as absent and can be deleted.
+    let other = Store::with_backend(Arc::clone(store.backend()), Some(other_key()));
+    assert_eq!(other.token("bob", "gh").await.unwrap(), None);
+    // A rotation: the new key with the old one listed still opens the row, and seals it
+    // again under the new key on use, after which the old key alone no longer opens it.
+    let rotated = Store::with_backend(
+        Arc::clone(store.backend()),
+        Some(other_key().with_previous(sealer().unwrap())),
+    );
+    let before = store.backend().token("bob", "gh").await.unwrap().unwrap();
+    assert_eq!(
+        rotated
+            .token("bob", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "bob-at"
+    );
+    let after = store.backend().token("bob", "gh").await.unwrap().unwrap();
+    assert_ne!(
+        before.sealed, after.sealed,
+        "sealed again under the new key"
+    );
+    assert_eq!(
+        store.token("bob", "gh").await.unwrap(),
+        None,
+        "the old key alone"
+    );
+    assert_eq!(
+        other
+            .token("bob", "gh")
+            .await
+            .unwrap()
+            .unwrap()
+            .access_token,
+        "bob-at"
+    );
+    assert!(other.delete_token("bob", "gh").await.unwrap());
+}
+
+fn other_key() -> Sealer {
+    Sealer::from_text(&"cd".repeat(32)).unwrap()
 }
 
 #[tokio::test]
@@ -194,7 +319,7 @@ async fn sqlite_store() {
     let dir = tempfile::tempdir().unwrap();
     let loc = Location::parse(None, &dir.path().join("data"));
     let store = Store::open(&loc, sealer()).await.unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
     exercise(&store).await;
     drop(store);
     // Reopened: the data is still there.
@@ -217,7 +342,7 @@ async fn upgrades_keeping_data(old: Store, location: &Location) -> Store {
     old.put_token("alice", "gh", &token("kept")).await.unwrap();
     drop(old);
     let store = Store::open(location, sealer()).await.unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
     let kept = store.token("alice", "gh").await.unwrap().unwrap();
     assert_eq!(kept.access_token, "kept");
     store
@@ -256,7 +381,7 @@ async fn sqlite_failure_between_two_writes_leaves_nothing_half_written() {
         .await
         .unwrap();
     store
-        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .put_consent(&consent("st-1", "alice", "gh", 600), limits())
         .await
         .unwrap();
     // The second write of completing a consent (storing the token) fails, as a full disk
@@ -295,7 +420,7 @@ async fn postgres_store() {
     let store = Store::open(&Location::Postgres(url.clone()), sealer())
         .await
         .unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 2);
+    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
     assert!(!store.backend().describe().contains("password"));
     exercise(&store).await;
 
@@ -334,7 +459,7 @@ async fn postgres_store() {
             .unwrap(),
     );
     store
-        .put_consent(&consent("st-1", "alice", "gh", 600))
+        .put_consent(&consent("st-1", "alice", "gh", 600), limits())
         .await
         .unwrap();
     let (locker, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)

@@ -23,22 +23,56 @@ pub struct SealedConsent {
     pub sealed: Vec<u8>,
     pub created_at: i64,
     pub expires_at: i64,
+    /// The OAuth client (of the person's MCP access token) whose call asked for it.
+    pub client_id: Option<String>,
 }
 
-/// One upstream call. There is deliberately no field for a body, a header or a query:
-/// the log cannot hold a secret it never receives.
+/// How many pending consents the store keeps: a person asking again and again (or a
+/// client looping) replaces their oldest, and the whole table has a ceiling, so nobody
+/// can fill the store with links never opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsentLimits {
+    /// Unexpired pending consents one person keeps; a new one beyond it replaces the
+    /// oldest.
+    pub per_person: u32,
+    /// Unexpired pending consents in all; a new one beyond it is refused.
+    pub total: u32,
+}
+
+impl Default for ConsentLimits {
+    fn default() -> Self {
+        ConsentLimits {
+            per_person: 5,
+            total: 100_000,
+        }
+    }
+}
+
+/// One record of the audit log: an upstream call, or another event a security review
+/// asks about (a consent, a withdrawal, a review of tool text, a refused call, a token
+/// that could not be had). There is deliberately no field for a body, a header, a query
+/// or a token: the log cannot hold a secret it never receives; `detail` holds what the
+/// event is about in words and names (a review's old and new text, a refusal's reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
-    /// When the call started, milliseconds since the Unix epoch.
+    /// When it happened (a call: when it started), milliseconds since the Unix epoch.
     pub at_ms: i64,
-    /// The person (`sub`), or `-` for a server without per-person authentication.
+    /// What happened ([`super::audit::Event`], as its name).
+    pub event: String,
+    /// The person (`sub`), `-` for a server without per-person authentication, or
+    /// `operator` for the console's static-token holder.
     pub sub: String,
+    /// The OAuth client the person came through (`client_id` or `azp` of the token).
+    pub client_id: Option<String>,
     pub api: String,
-    /// The tool name of the endpoint called.
+    /// The tool name of the endpoint (calls, reviews), or empty.
     pub endpoint: String,
-    /// The HTTP status, or 0 when no response came (refused, timed out, unreachable).
+    /// The HTTP status, or 0 when no response came (refused, timed out, unreachable, or
+    /// not yet: a call recorded before it is made).
     pub status: u16,
     pub latency_ms: u32,
+    /// JSON: what the event is about, never a secret.
+    pub detail: Option<String>,
 }
 
 /// A state store. Every method is one transaction: it happens entirely or not at all.
@@ -52,7 +86,13 @@ pub trait Backend: Send + Sync {
     async fn token(&self, sub: &str, api: &str) -> Result<Option<SealedToken>, StoreError>;
     async fn delete_token(&self, sub: &str, api: &str) -> Result<bool, StoreError>;
     async fn token_apis(&self, sub: &str) -> Result<Vec<(String, Option<i64>)>, StoreError>;
-    async fn put_consent(&self, row: SealedConsent) -> Result<(), StoreError>;
+    /// Stores a pending consent within `limits`: the person's oldest beyond
+    /// `per_person - 1` go, and [`StoreError::Full`] when the table is at `total`.
+    async fn put_consent(
+        &self,
+        row: SealedConsent,
+        limits: ConsentLimits,
+    ) -> Result<(), StoreError>;
     async fn consent(&self, state: &str) -> Result<Option<SealedConsent>, StoreError>;
     /// Deletes the unexpired consent `state` (of `token.sub` for `token.api`) and stores
     /// `token`, in one transaction; `false` (and nothing written) when there is no such
@@ -64,7 +104,29 @@ pub trait Backend: Send + Sync {
         token: SealedToken,
     ) -> Result<bool, StoreError>;
     async fn expire_consents(&self, now: i64) -> Result<u64, StoreError>;
-    async fn record_call(&self, e: AuditEntry) -> Result<(), StoreError>;
+    /// Appends a record; its id.
+    async fn record(&self, e: AuditEntry) -> Result<i64, StoreError>;
+    /// Sets the outcome of a record written before what it records was done (a call, a
+    /// review): its status and latency, and its detail when `detail` is given.
+    async fn finish_call(
+        &self,
+        id: i64,
+        status: u16,
+        latency_ms: u32,
+        detail: Option<String>,
+    ) -> Result<(), StoreError>;
     /// Newest first.
     async fn audit(&self, sub: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>, StoreError>;
+    /// Takes the lock `name` for `holder` until `now_ms + ttl_ms` unless someone else
+    /// holds it unexpired: whether it was taken. Replicas use it so that one of them does
+    /// what must happen once (refreshing a rotating refresh token).
+    async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError>;
+    /// Gives the lock back, if `holder` still holds it.
+    async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError>;
 }

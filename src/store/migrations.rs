@@ -52,6 +52,27 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX audit_log_by_sub ON audit_log (sub, at_ms);
             CREATE INDEX pending_consents_by_expiry ON pending_consents (expires_at);",
     },
+    Migration {
+        version: 3,
+        description: "audit events beside calls, with the client id and a detail; consents by \
+                      person with their client; locks that replicas share",
+        sqlite: "
+            ALTER TABLE audit_log ADD COLUMN event TEXT NOT NULL DEFAULT 'call';
+            ALTER TABLE audit_log ADD COLUMN client_id TEXT;
+            ALTER TABLE audit_log ADD COLUMN detail TEXT;
+            ALTER TABLE pending_consents ADD COLUMN client_id TEXT;
+            CREATE INDEX pending_consents_by_sub ON pending_consents (sub, created_at);
+            CREATE TABLE store_locks (
+                name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);",
+        postgres: "
+            ALTER TABLE audit_log ADD COLUMN event TEXT NOT NULL DEFAULT 'call';
+            ALTER TABLE audit_log ADD COLUMN client_id TEXT;
+            ALTER TABLE audit_log ADD COLUMN detail TEXT;
+            ALTER TABLE pending_consents ADD COLUMN client_id TEXT;
+            CREATE INDEX pending_consents_by_sub ON pending_consents (sub, created_at);
+            CREATE TABLE store_locks (
+                name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms BIGINT NOT NULL);",
+    },
 ];
 
 /// The version this build writes.

@@ -10,14 +10,16 @@
 //!
 //! This module knows nothing of MCP or HTTP serving.
 
+pub mod audit;
 pub mod backend;
 pub mod migrations;
 pub mod postgres;
 pub mod seal;
 pub mod sqlite;
 
-pub use backend::{AuditEntry, Backend, SealedConsent, SealedToken};
-pub use seal::{Sealer, KEY_ENV};
+pub use audit::Event;
+pub use backend::{AuditEntry, Backend, ConsentLimits, SealedConsent, SealedToken};
+pub use seal::{Sealer, KEY_ENV, PREVIOUS_KEYS_ENV};
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -38,6 +40,16 @@ pub enum StoreError {
     /// Sealing or opening a secret failed, or no key is configured.
     #[error("{0}")]
     Key(String),
+    /// A bounded table is at its ceiling (pending consents).
+    #[error("{0}")]
+    Full(String),
+}
+
+/// The refusal of a consent beyond the store's ceiling.
+fn consents_full(total: u32) -> StoreError {
+    StoreError::Full(format!(
+        "too many consent links are waiting to be opened ({total}); try again once some expire"
+    ))
 }
 
 /// A person's token for one upstream API, in clear (it exists only in memory).
@@ -75,6 +87,8 @@ pub struct PendingConsent {
     pub pkce_verifier: String,
     pub created_at: i64,
     pub expires_at: i64,
+    /// The OAuth client (of the person's MCP access token) whose call asked for it.
+    pub client_id: Option<String>,
 }
 
 impl std::fmt::Debug for PendingConsent {
@@ -170,14 +184,14 @@ impl Store {
         })
     }
 
-    fn open_token(&self, row: SealedToken) -> Result<UpstreamToken, StoreError> {
+    fn open_token(&self, row: &SealedToken) -> Result<UpstreamToken, StoreError> {
         let plain = self
             .sealer()?
             .open(&token_context(&row.sub, &row.api), &row.sealed)?;
         let mut t: UpstreamToken = serde_json::from_slice(&plain)
             .map_err(|_| StoreError::Key("a stored token does not parse".into()))?;
         t.expires_at = row.expires_at;
-        t.scope = row.scope;
+        t.scope = row.scope.clone();
         Ok(t)
     }
 
@@ -192,15 +206,47 @@ impl Store {
         self.backend.put_token(row).await
     }
 
-    /// `sub`'s token for `api`, if one is stored.
+    /// `sub`'s token for `api`, if one is stored that opens.
+    ///
+    /// A row that does not open (sealed under a key no longer configured, or damaged)
+    /// counts as absent, so the person is asked to consent again and the new token
+    /// replaces it: a lost key must not lock people out. A row sealed under a key that a
+    /// rotation replaced is sealed again under the current one. Without any key at all
+    /// the error stands: that is the deployment's to fix, not the person's.
     pub async fn token(&self, sub: &str, api: &str) -> Result<Option<UpstreamToken>, StoreError> {
-        match self.backend.token(sub, api).await? {
-            Some(row) => self.open_token(row).map(Some),
-            None => Ok(None),
+        let Some(row) = self.backend.token(sub, api).await? else {
+            return Ok(None);
+        };
+        let sealer = self.sealer()?;
+        let t = match self.open_token(&row) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(sub, api, error = %e, "a stored token does not open; it counts as absent and the person will be asked to consent again");
+                return Ok(None);
+            }
+        };
+        if sealer.is_stale(&row.sealed) {
+            // Best effort: a row that stays under the previous key still opens.
+            match self.seal_token(sub, api, &t, row.updated_at) {
+                Ok(fresh) => {
+                    if let Err(e) = self.backend.put_token(fresh).await {
+                        tracing::warn!(sub, api, error = %e, "a token sealed under a previous key could not be sealed again");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "sealing a token again failed"),
+            }
         }
+        Ok(Some(t))
+    }
+
+    /// When `sub`'s token for `api` was last written (seconds), if one is stored:
+    /// read without opening it (a replica that waited on another's refresh asks this).
+    pub async fn token_updated_at(&self, sub: &str, api: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.backend.token(sub, api).await?.map(|r| r.updated_at))
     }
 
     /// Forgets `sub`'s token for `api` (the person revokes it); whether there was one.
+    /// The row is deleted without being opened, so a row that no longer opens goes too.
     pub async fn delete_token(&self, sub: &str, api: &str) -> Result<bool, StoreError> {
         self.backend.delete_token(sub, api).await
     }
@@ -210,21 +256,47 @@ impl Store {
         self.backend.token_apis(sub).await
     }
 
-    /// Records a consent the person is about to be asked for.
-    pub async fn put_consent(&self, c: &PendingConsent) -> Result<(), StoreError> {
+    /// `plain` sealed under the store's key for `context`, as base64url text: for values
+    /// a browser carries (a consent's cookie), which any replica with the same key opens.
+    pub fn seal_value(&self, context: &str, plain: &[u8]) -> Result<String, StoreError> {
+        use base64::Engine;
+        let sealed = self.sealer()?.seal(context, plain)?;
+        Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    /// What [`Store::seal_value`] sealed for `context`, or an error for anything else.
+    pub fn open_value(&self, context: &str, text: &str) -> Result<Vec<u8>, StoreError> {
+        use base64::Engine;
+        let sealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text.trim())
+            .map_err(|_| StoreError::Key("a sealed value is not base64url".into()))?;
+        self.sealer()?.open(context, &sealed)
+    }
+
+    /// Records a consent the person is about to be asked for, within `limits` (the
+    /// person's oldest pending ones make room; [`StoreError::Full`] at the ceiling).
+    pub async fn put_consent(
+        &self,
+        c: &PendingConsent,
+        limits: ConsentLimits,
+    ) -> Result<(), StoreError> {
         let sealed = self.sealer()?.seal(
             &consent_context(&c.state, &c.sub, &c.api),
             c.pkce_verifier.as_bytes(),
         )?;
         self.backend
-            .put_consent(SealedConsent {
-                state: c.state.clone(),
-                sub: c.sub.clone(),
-                api: c.api.clone(),
-                sealed,
-                created_at: c.created_at,
-                expires_at: c.expires_at,
-            })
+            .put_consent(
+                SealedConsent {
+                    state: c.state.clone(),
+                    sub: c.sub.clone(),
+                    api: c.api.clone(),
+                    sealed,
+                    created_at: c.created_at,
+                    expires_at: c.expires_at,
+                    client_id: c.client_id.clone(),
+                },
+                limits,
+            )
             .await
     }
 
@@ -236,10 +308,18 @@ impl Store {
         if row.expires_at <= now() {
             return Ok(None);
         }
-        let verifier = self.sealer()?.open(
+        let sealer = self.sealer()?;
+        let verifier = match sealer.open(
             &consent_context(&row.state, &row.sub, &row.api),
             &row.sealed,
-        )?;
+        ) {
+            Ok(v) => v,
+            Err(e) => {
+                // As for tokens: a link that cannot be finished is as good as expired.
+                tracing::warn!(error = %e, "a pending consent does not open; it counts as expired");
+                return Ok(None);
+            }
+        };
         Ok(Some(PendingConsent {
             state: row.state,
             sub: row.sub,
@@ -248,6 +328,7 @@ impl Store {
                 .map_err(|_| StoreError::Key("a stored PKCE verifier is damaged".into()))?,
             created_at: row.created_at,
             expires_at: row.expires_at,
+            client_id: row.client_id,
         }))
     }
 
@@ -271,9 +352,43 @@ impl Store {
         self.backend.expire_consents(now()).await
     }
 
-    /// Appends one upstream call to the audit log.
-    pub async fn record_call(&self, e: &AuditEntry) -> Result<(), StoreError> {
-        self.backend.record_call(e.clone()).await
+    /// Appends one record to the audit log; its id.
+    pub async fn record(&self, e: &AuditEntry) -> Result<i64, StoreError> {
+        self.backend.record(e.clone()).await
+    }
+
+    /// Sets the outcome of a record written before what it records was done; `detail`
+    /// (JSON) replaces the record's when given.
+    pub async fn finish_call(
+        &self,
+        id: i64,
+        status: u16,
+        latency_ms: u32,
+        detail: Option<serde_json::Value>,
+    ) -> Result<(), StoreError> {
+        let detail = detail.map(|mut d| {
+            audit::clip(&mut d);
+            d.to_string()
+        });
+        self.backend
+            .finish_call(id, status, latency_ms, detail)
+            .await
+    }
+
+    /// Takes the lock `name` for `holder` for `ttl` unless another holder has it.
+    pub async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2);
+        self.backend.try_lock(name, holder, now_ms(), ttl_ms).await
+    }
+
+    /// Gives a lock back.
+    pub async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        self.backend.unlock(name, holder).await
     }
 
     /// The latest audit entries, newest first, of one person or of everyone.
@@ -338,6 +453,7 @@ mod tests {
             pkce_verifier: "verifier-secret".into(),
             created_at: 0,
             expires_at: 1,
+            client_id: None,
         };
         let s = format!("{t:?} {c:?}");
         assert!(!s.contains("secret"), "{s}");

@@ -3,7 +3,7 @@
 //! dropped) is replaced on the next operation, so the process keeps serving once the
 //! database is back.
 
-use super::backend::{AuditEntry, Backend, SealedConsent, SealedToken};
+use super::backend::{AuditEntry, Backend, ConsentLimits, SealedConsent, SealedToken};
 use super::migrations::{self, MIGRATIONS};
 use super::StoreError;
 use futures::future::BoxFuture;
@@ -297,26 +297,65 @@ impl Backend for PostgresBackend {
         .await
     }
 
-    async fn put_consent(&self, row: SealedConsent) -> Result<(), StoreError> {
-        self.run(move |c| {
-            Box::pin(async move {
-                c.execute(
-                    "INSERT INTO pending_consents (state, sub, api, sealed, created_at, expires_at)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[
-                        &row.state,
-                        &row.sub,
-                        &row.api,
-                        &row.sealed,
-                        &row.created_at,
-                        &row.expires_at,
-                    ],
-                )
-                .await
-                .map(|_| ())
+    async fn put_consent(
+        &self,
+        row: SealedConsent,
+        limits: ConsentLimits,
+    ) -> Result<(), StoreError> {
+        let per_person = i64::from(limits.per_person.max(1)) - 1;
+        let total = i64::from(limits.total);
+        let full = self
+            .run(move |c| {
+                Box::pin(async move {
+                    let tx = c.transaction().await?;
+                    // One writer at a time, so the count and the insert agree.
+                    tx.execute(
+                        "LOCK TABLE pending_consents IN SHARE ROW EXCLUSIVE MODE",
+                        &[],
+                    )
+                    .await?;
+                    let n: i64 = tx
+                        .query_one(
+                            "SELECT COUNT(*) FROM pending_consents WHERE expires_at > $1",
+                            &[&row.created_at],
+                        )
+                        .await?
+                        .get(0);
+                    if n >= total {
+                        tx.rollback().await?;
+                        return Ok(true);
+                    }
+                    tx.execute(
+                        "DELETE FROM pending_consents WHERE state IN (
+                            SELECT state FROM pending_consents WHERE sub = $1
+                            ORDER BY created_at DESC, state OFFSET $2)",
+                        &[&row.sub, &per_person],
+                    )
+                    .await?;
+                    tx.execute(
+                        "INSERT INTO pending_consents
+                            (state, sub, api, sealed, created_at, expires_at, client_id)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        &[
+                            &row.state,
+                            &row.sub,
+                            &row.api,
+                            &row.sealed,
+                            &row.created_at,
+                            &row.expires_at,
+                            &row.client_id,
+                        ],
+                    )
+                    .await?;
+                    tx.commit().await?;
+                    Ok(false)
+                })
             })
-        })
-        .await
+            .await?;
+        if full {
+            return Err(super::consents_full(limits.total));
+        }
+        Ok(())
     }
 
     async fn consent(&self, state: &str) -> Result<Option<SealedConsent>, StoreError> {
@@ -325,7 +364,7 @@ impl Backend for PostgresBackend {
             Box::pin(async move {
                 let r = c
                     .query_opt(
-                        "SELECT state, sub, api, sealed, created_at, expires_at
+                        "SELECT state, sub, api, sealed, created_at, expires_at, client_id
                          FROM pending_consents WHERE state = $1",
                         &[&state],
                     )
@@ -337,6 +376,7 @@ impl Backend for PostgresBackend {
                     sealed: r.get(3),
                     created_at: r.get(4),
                     expires_at: r.get(5),
+                    client_id: r.get(6),
                 }))
             })
         })
@@ -396,15 +436,51 @@ impl Backend for PostgresBackend {
         .await
     }
 
-    async fn record_call(&self, e: AuditEntry) -> Result<(), StoreError> {
+    async fn record(&self, e: AuditEntry) -> Result<i64, StoreError> {
         let status = i32::from(e.status);
         let latency = i32::try_from(e.latency_ms).unwrap_or(i32::MAX);
         self.run(move |c| {
             Box::pin(async move {
+                let r = c
+                    .query_one(
+                        "INSERT INTO audit_log
+                            (at_ms, event, sub, client_id, api, endpoint, status, latency_ms, detail)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                        &[
+                            &e.at_ms,
+                            &e.event,
+                            &e.sub,
+                            &e.client_id,
+                            &e.api,
+                            &e.endpoint,
+                            &status,
+                            &latency,
+                            &e.detail,
+                        ],
+                    )
+                    .await?;
+                Ok(r.get::<_, i64>(0))
+            })
+        })
+        .await
+    }
+
+    async fn finish_call(
+        &self,
+        id: i64,
+        status: u16,
+        latency_ms: u32,
+        detail: Option<String>,
+    ) -> Result<(), StoreError> {
+        let status = i32::from(status);
+        let latency = i32::try_from(latency_ms).unwrap_or(i32::MAX);
+        self.run(move |c| {
+            Box::pin(async move {
                 c.execute(
-                    "INSERT INTO audit_log (at_ms, sub, api, endpoint, status, latency_ms)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&e.at_ms, &e.sub, &e.api, &e.endpoint, &status, &latency],
+                    "UPDATE audit_log SET status = $2, latency_ms = $3,
+                         detail = COALESCE($4, detail)
+                     WHERE id = $1",
+                    &[&id, &status, &latency, &detail],
                 )
                 .await
                 .map(|_| ())
@@ -420,8 +496,10 @@ impl Backend for PostgresBackend {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT at_ms, sub, api, endpoint, status, latency_ms FROM audit_log
-                         WHERE $1::TEXT IS NULL OR sub = $1 ORDER BY at_ms DESC, id DESC LIMIT $2",
+                        "SELECT at_ms, event, sub, client_id, api, endpoint, status, latency_ms,
+                                detail
+                         FROM audit_log WHERE $1::TEXT IS NULL OR sub = $1
+                         ORDER BY at_ms DESC, id DESC LIMIT $2",
                         &[&sub, &limit],
                     )
                     .await?;
@@ -429,13 +507,56 @@ impl Backend for PostgresBackend {
                     .iter()
                     .map(|r| AuditEntry {
                         at_ms: r.get(0),
-                        sub: r.get(1),
-                        api: r.get(2),
-                        endpoint: r.get(3),
-                        status: u16::try_from(r.get::<_, i32>(4)).unwrap_or(0),
-                        latency_ms: u32::try_from(r.get::<_, i32>(5)).unwrap_or(0),
+                        event: r.get(1),
+                        sub: r.get(2),
+                        client_id: r.get(3),
+                        api: r.get(4),
+                        endpoint: r.get(5),
+                        status: u16::try_from(r.get::<_, i32>(6)).unwrap_or(0),
+                        latency_ms: u32::try_from(r.get::<_, i32>(7)).unwrap_or(0),
+                        detail: r.get(8),
                     })
                     .collect())
+            })
+        })
+        .await
+    }
+
+    async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        let until = now_ms + ttl_ms;
+        self.run(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    "INSERT INTO store_locks (name, holder, until_ms) VALUES ($1, $2, $3)
+                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+                         until_ms = excluded.until_ms
+                     WHERE store_locks.until_ms <= $4 OR store_locks.holder = excluded.holder",
+                    &[&name, &holder, &until, &now_ms],
+                )
+                .await
+                .map(|n| n > 0)
+            })
+        })
+        .await
+    }
+
+    async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        self.run(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    "DELETE FROM store_locks WHERE name = $1 AND holder = $2",
+                    &[&name, &holder],
+                )
+                .await
+                .map(|_| ())
             })
         })
         .await

@@ -4,6 +4,11 @@
 //! Each sealed value is `version (1) | key id (8) | nonce (12) | ciphertext | tag (16)`,
 //! with a fresh random nonce, and the row it belongs to (person and API) as associated
 //! data: a ciphertext copied into another person's row does not open.
+//!
+//! Keys rotate: a new `SHORTLIST_STATE_KEY` seals from now on, while the keys it replaces,
+//! listed in `SHORTLIST_STATE_PREVIOUS_KEYS`, still open what they sealed (each value
+//! names its key by id); the store seals such a value again under the new key when it is
+//! next used, so the previous keys can be dropped once every row has been used.
 
 use super::StoreError;
 use base64::Engine;
@@ -13,14 +18,19 @@ use sha2::{Digest, Sha256};
 
 /// The environment variable that holds the key: 32 bytes, base64 or 64 hex digits.
 pub const KEY_ENV: &str = "SHORTLIST_STATE_KEY";
+/// The environment variable that lists keys replaced by a rotation (same format, comma or
+/// space separated): they open what they sealed, and seal nothing.
+pub const PREVIOUS_KEYS_ENV: &str = "SHORTLIST_STATE_PREVIOUS_KEYS";
 
 const VERSION: u8 = 1;
 const KEY_ID_LEN: usize = 8;
 
-/// Seals and opens secrets with one key.
+/// Seals secrets with one key, and opens them with it or with the keys it replaced.
 pub struct Sealer {
     key: LessSafeKey,
     key_id: [u8; KEY_ID_LEN],
+    /// Keys replaced by a rotation: they open, never seal.
+    previous: Vec<([u8; KEY_ID_LEN], LessSafeKey)>,
     rng: SystemRandom,
 }
 
@@ -51,12 +61,37 @@ impl Sealer {
         }
     }
 
-    /// The sealer of `SHORTLIST_STATE_KEY`, or `None` when it is not set.
+    /// The sealer of `SHORTLIST_STATE_KEY` with the keys `SHORTLIST_STATE_PREVIOUS_KEYS`
+    /// lists, or `None` when the first is not set.
     pub fn from_env() -> Result<Option<Sealer>, StoreError> {
-        match std::env::var(KEY_ENV) {
-            Ok(v) if !v.trim().is_empty() => Sealer::from_text(&v).map(Some),
-            _ => Ok(None),
+        let current = match std::env::var(KEY_ENV) {
+            Ok(v) if !v.trim().is_empty() => Sealer::from_text(&v)?,
+            _ => return Ok(None),
+        };
+        let previous = std::env::var(PREVIOUS_KEYS_ENV).unwrap_or_default();
+        let keys: Vec<&str> = previous
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|k| !k.is_empty())
+            .collect();
+        let mut sealer = current;
+        for (i, k) in keys.into_iter().enumerate() {
+            let old = Sealer::from_text(k).map_err(|_| {
+                StoreError::Key(format!(
+                    "{PREVIOUS_KEYS_ENV}: key {} must be 32 bytes, as base64 or 64 hex digits",
+                    i + 1
+                ))
+            })?;
+            sealer = sealer.with_previous(old);
         }
+        Ok(Some(sealer))
+    }
+
+    /// This sealer, also opening what `old` sealed (a key this one replaced).
+    pub fn with_previous(mut self, old: Sealer) -> Sealer {
+        if old.key_id != self.key_id && !self.previous.iter().any(|(id, _)| *id == old.key_id) {
+            self.previous.push((old.key_id, old.key));
+        }
+        self
     }
 
     fn from_bytes(b: &[u8]) -> Result<Sealer, StoreError> {
@@ -68,8 +103,15 @@ impl Sealer {
         Ok(Sealer {
             key: LessSafeKey::new(key),
             key_id,
+            previous: Vec::new(),
             rng: SystemRandom::new(),
         })
+    }
+
+    /// Whether `sealed` was sealed by a key this one replaced (so it should be sealed
+    /// again under the current key).
+    pub fn is_stale(&self, sealed: &[u8]) -> bool {
+        sealed.len() > KEY_ID_LEN && sealed[1..1 + KEY_ID_LEN] != self.key_id
     }
 
     /// `plain` sealed for the row named by `context`.
@@ -100,18 +142,23 @@ impl Sealer {
         if sealed.len() < head + 16 || sealed[0] != VERSION {
             return Err(StoreError::Key("a stored secret is damaged".into()));
         }
-        if sealed[1..1 + KEY_ID_LEN] != self.key_id {
+        let id = &sealed[1..1 + KEY_ID_LEN];
+        let key = if id == self.key_id {
+            &self.key
+        } else if let Some((_, k)) = self.previous.iter().find(|(p, _)| p == id) {
+            k
+        } else {
             return Err(StoreError::Key(format!(
-                "a stored secret was sealed with another {KEY_ENV} (key {}, this one {})",
-                hex::encode(&sealed[1..1 + KEY_ID_LEN]),
+                "a stored secret was sealed with another {KEY_ENV} (key {}, this one {}); \
+                 list the key it was sealed with in {PREVIOUS_KEYS_ENV}",
+                hex::encode(id),
                 hex::encode(self.key_id)
             )));
-        }
+        };
         let mut nonce = [0u8; NONCE_LEN];
         nonce.copy_from_slice(&sealed[1 + KEY_ID_LEN..head]);
         let mut body = sealed[head..].to_vec();
-        let plain = self
-            .key
+        let plain = key
             .open_in_place(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(context.as_bytes()),
@@ -149,6 +196,23 @@ mod tests {
             sealed,
             s.seal("alice\0github", b"gho_secret").unwrap(),
             "fresh nonce"
+        );
+    }
+
+    #[test]
+    fn a_rotated_key_still_opens_what_it_sealed_and_seals_nothing() {
+        let old = Sealer::from_text(KEY).unwrap();
+        let sealed_before = old.seal("x", b"v").unwrap();
+        let new = Sealer::from_text(&"ab".repeat(32))
+            .unwrap()
+            .with_previous(Sealer::from_text(KEY).unwrap());
+        assert_eq!(new.open("x", &sealed_before).unwrap(), b"v");
+        assert!(new.is_stale(&sealed_before));
+        let sealed_now = new.seal("x", b"v").unwrap();
+        assert!(!new.is_stale(&sealed_now));
+        assert!(
+            old.open("x", &sealed_now).is_err(),
+            "sealed under the new key"
         );
     }
 

@@ -2,7 +2,7 @@
 //! connection on tokio's blocking pool. One connection per process serialises writes,
 //! which SQLite does anyway; replicas use PostgreSQL.
 
-use super::backend::{AuditEntry, Backend, SealedConsent, SealedToken};
+use super::backend::{AuditEntry, Backend, ConsentLimits, SealedConsent, SealedToken};
 use super::migrations::{self, MIGRATIONS};
 use super::StoreError;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -204,31 +204,59 @@ impl Backend for SqliteBackend {
         .await
     }
 
-    async fn put_consent(&self, row: SealedConsent) -> Result<(), StoreError> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO pending_consents (state, sub, api, sealed, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    row.state,
-                    row.sub,
-                    row.api,
-                    row.sealed,
-                    row.created_at,
-                    row.expires_at
-                ],
-            )
-            .map(|_| ())
-        })
-        .await
+    async fn put_consent(
+        &self,
+        row: SealedConsent,
+        limits: ConsentLimits,
+    ) -> Result<(), StoreError> {
+        let full = self
+            .with(move |c| {
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let total: i64 = tx.query_row(
+                    "SELECT COUNT(*) FROM pending_consents WHERE expires_at > ?1",
+                    params![row.created_at],
+                    |r| r.get(0),
+                )?;
+                if total >= i64::from(limits.total) {
+                    return Ok(true);
+                }
+                // The person's oldest beyond what they may keep make room for this one.
+                tx.execute(
+                    "DELETE FROM pending_consents WHERE state IN (
+                        SELECT state FROM pending_consents WHERE sub = ?1
+                        ORDER BY created_at DESC, state LIMIT -1 OFFSET ?2)",
+                    params![row.sub, i64::from(limits.per_person.max(1)) - 1],
+                )?;
+                tx.execute(
+                    "INSERT INTO pending_consents
+                        (state, sub, api, sealed, created_at, expires_at, client_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        row.state,
+                        row.sub,
+                        row.api,
+                        row.sealed,
+                        row.created_at,
+                        row.expires_at,
+                        row.client_id
+                    ],
+                )?;
+                tx.commit()?;
+                Ok(false)
+            })
+            .await?;
+        if full {
+            return Err(super::consents_full(limits.total));
+        }
+        Ok(())
     }
 
     async fn consent(&self, state: &str) -> Result<Option<SealedConsent>, StoreError> {
         let state = state.to_string();
         self.with(move |c| {
             c.query_row(
-                "SELECT state, sub, api, sealed, created_at, expires_at FROM pending_consents
-                 WHERE state = ?1",
+                "SELECT state, sub, api, sealed, created_at, expires_at, client_id
+                 FROM pending_consents WHERE state = ?1",
                 params![state],
                 |r| {
                     Ok(SealedConsent {
@@ -238,6 +266,7 @@ impl Backend for SqliteBackend {
                         sealed: r.get(3)?,
                         created_at: r.get(4)?,
                         expires_at: r.get(5)?,
+                        client_id: r.get(6)?,
                     })
                 },
             )
@@ -281,12 +310,41 @@ impl Backend for SqliteBackend {
         .await
     }
 
-    async fn record_call(&self, e: AuditEntry) -> Result<(), StoreError> {
+    async fn record(&self, e: AuditEntry) -> Result<i64, StoreError> {
         self.with(move |c| {
             c.execute(
-                "INSERT INTO audit_log (at_ms, sub, api, endpoint, status, latency_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![e.at_ms, e.sub, e.api, e.endpoint, e.status, e.latency_ms],
+                "INSERT INTO audit_log
+                    (at_ms, event, sub, client_id, api, endpoint, status, latency_ms, detail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    e.at_ms,
+                    e.event,
+                    e.sub,
+                    e.client_id,
+                    e.api,
+                    e.endpoint,
+                    e.status,
+                    e.latency_ms,
+                    e.detail
+                ],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+        .await
+    }
+
+    async fn finish_call(
+        &self,
+        id: i64,
+        status: u16,
+        latency_ms: u32,
+        detail: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.with(move |c| {
+            c.execute(
+                "UPDATE audit_log SET status = ?2, latency_ms = ?3, detail = COALESCE(?4, detail)
+                 WHERE id = ?1",
+                params![id, status, latency_ms, detail],
             )
             .map(|_| ())
         })
@@ -297,20 +355,57 @@ impl Backend for SqliteBackend {
         let sub = sub.map(str::to_string);
         self.with(move |c| {
             let mut st = c.prepare(
-                "SELECT at_ms, sub, api, endpoint, status, latency_ms FROM audit_log
-                 WHERE ?1 IS NULL OR sub = ?1 ORDER BY at_ms DESC, id DESC LIMIT ?2",
+                "SELECT at_ms, event, sub, client_id, api, endpoint, status, latency_ms, detail
+                 FROM audit_log WHERE ?1 IS NULL OR sub = ?1
+                 ORDER BY at_ms DESC, id DESC LIMIT ?2",
             )?;
             let rows = st.query_map(params![sub, limit], |r| {
                 Ok(AuditEntry {
                     at_ms: r.get(0)?,
-                    sub: r.get(1)?,
-                    api: r.get(2)?,
-                    endpoint: r.get(3)?,
-                    status: r.get(4)?,
-                    latency_ms: r.get(5)?,
+                    event: r.get(1)?,
+                    sub: r.get(2)?,
+                    client_id: r.get(3)?,
+                    api: r.get(4)?,
+                    endpoint: r.get(5)?,
+                    status: r.get(6)?,
+                    latency_ms: r.get(7)?,
+                    detail: r.get(8)?,
                 })
             })?;
             rows.collect()
+        })
+        .await
+    }
+
+    async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        self.with(move |c| {
+            let n = c.execute(
+                "INSERT INTO store_locks (name, holder, until_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+                     until_ms = excluded.until_ms
+                 WHERE store_locks.until_ms <= ?4 OR store_locks.holder = excluded.holder",
+                params![name, holder, now_ms + ttl_ms, now_ms],
+            )?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        self.with(move |c| {
+            c.execute(
+                "DELETE FROM store_locks WHERE name = ?1 AND holder = ?2",
+                params![name, holder],
+            )
+            .map(|_| ())
         })
         .await
     }
