@@ -6,23 +6,33 @@
 
 use super::Principal;
 use crate::catalog::config::VisibleTo;
+use crate::catalog::Access;
 
-/// Whether `principal` sees an API whose config says `rule`.
+/// Whether `principal` sees an API whose access is `access`: the one decision MCP and the
+/// console share.
 ///
-/// - No rule: everyone sees the API, with or without a principal.
-/// - A rule: the principal sees it when it is in any of `rule.groups` or holds any of
-///   `rule.scopes`; with both lists empty, nobody does.
-/// - A rule but no principal (a server without an `[auth]` table, stdio, the static
-///   `--auth-token-env` token): hidden. A rule names people, and an anonymous caller is
-///   none of them, so a misconfigured server fails closed rather than open.
-pub fn api_visible(rule: Option<&VisibleTo>, principal: Option<&Principal>) -> bool {
-    let Some(rule) = rule else {
-        return true;
-    };
-    let Some(p) = principal else {
-        return false;
-    };
+/// - `Everyone` (its entry has no `visible_to`): everyone, with or without a principal.
+/// - `Limited(rule)`: the principal is in any of `rule.groups` or holds any of
+///   `rule.scopes`; with both lists empty, nobody. Without a principal (a server without
+///   an `[auth]` table, stdio, the static `--auth-token-env` token) nobody either: a rule
+///   names people, and an anonymous caller is none of them, so a misconfigured server
+///   fails closed rather than open.
+/// - `Unresolved` (no config entry loaded it): nobody.
+pub fn sees(access: Access<'_>, principal: Option<&Principal>) -> bool {
+    match access {
+        Access::Everyone => true,
+        Access::Limited(rule) => principal.is_some_and(|p| satisfies(rule, p)),
+        Access::Unresolved => false,
+    }
+}
+
+fn satisfies(rule: &VisibleTo, p: &Principal) -> bool {
     rule.groups.iter().any(|g| p.in_group(g)) || rule.scopes.iter().any(|s| p.has_scope(s))
+}
+
+/// [`sees`] for a rule read directly from an entry (`None`: the entry has no rule).
+pub fn api_visible(rule: Option<&VisibleTo>, principal: Option<&Principal>) -> bool {
+    sees(rule.map_or(Access::Everyone, Access::Limited), principal)
 }
 
 #[cfg(test)]
@@ -90,5 +100,12 @@ mod tests {
     #[test]
     fn a_rule_without_a_principal_hides() {
         assert!(!api_visible(Some(&rule(&["eng"], &[])), None));
+    }
+
+    #[test]
+    fn an_unresolved_rule_hides_from_everyone() {
+        for p in [None, Some(person(&["mcp"], &["eng", "admins"]))] {
+            assert!(!sees(Access::Unresolved, p.as_ref()));
+        }
     }
 }

@@ -58,9 +58,13 @@ pub struct CatalogConfig {
 /// groups_claim = "groups"          # the claim that lists a person's groups (default)
 /// leeway_secs = 30                 # clock skew allowed on exp and nbf (default)
 /// jwks_min_refetch_secs = 10       # least time between two key fetches for unknown kids
-/// admins = { groups = ["platform"] } # who reads the audit log in the console (see Admins)
+/// admins = { groups = ["platform"] } # who reads the audit log in the console (see People)
+/// reviewers = { groups = ["api-docs"] } # who may edit the tool text in the console
+/// audit = "required"               # refuse a call whose audit record cannot be written
+/// public_url = "https://shortlist.example.com"   # behind TLS termination (default: audience's origin)
+/// signin = { client_id = "shortlist", client_secret_env = "SHORTLIST_SIGNIN_SECRET" }
 /// ```
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceServerConfig {
     pub issuer: String,
@@ -72,20 +76,63 @@ pub struct ResourceServerConfig {
     pub jwks_min_refetch_secs: Option<u64>,
     /// Who, among the people the tokens name, administers this server's console.
     #[serde(default)]
-    pub admins: Option<Admins>,
+    pub admins: Option<People>,
+    /// Who, besides admins, may accept, edit or reject generated text in the console: the
+    /// text every colleague's agent reads, so nobody else may write it.
+    #[serde(default)]
+    pub reviewers: Option<People>,
+    /// Whether a call whose audit record cannot be written is refused (`required`) or
+    /// made and the failure logged (`best_effort`, the default).
+    #[serde(default)]
+    pub audit: AuditMode,
+    /// The server's public origin as people's browsers reach it (`https://...` behind a
+    /// TLS-terminating balancer): where consent pages send browsers back to, and whether
+    /// their cookies are `Secure`. Default: the origin of `audience`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// The server as an OpenID client of the issuer, which signs a person's browser in
+    /// before a consent link goes on: a link opened by anyone but the person it was made
+    /// for is refused. Needed by APIs whose `auth` is `authorization_code`.
+    #[serde(default)]
+    pub signin: Option<SignIn>,
 }
 
-/// `admins` in the `[auth]` table: the people who may read what the server records about
-/// everyone (the audit log) and see every API in the console whatever its `visible_to`. A
-/// person is an admin when in any of `groups`, holding any of `scopes`, or named in
-/// `subs` (exact, case-sensitive names, as for `visible_to`). Groups are what a platform
-/// team manages at its identity provider; `subs` is for a person or machine client
-/// outside them. Without `admins`, no access token makes an admin: only the console's
-/// operator (the static `--auth-token-env` token, or a loopback console without a token)
-/// reads the log.
+/// `audit` in the `[auth]` table.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditMode {
+    /// A call is made even when its record cannot be written; the failure is logged.
+    #[default]
+    BestEffort,
+    /// A call is made only once its record is written.
+    Required,
+}
+
+/// `signin` in the `[auth]` table: the OpenID client (authorization code with PKCE) the
+/// server signs browsers in with. Register it at the provider with the redirect URI
+/// `<public_url>/oauth/signin`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SignIn {
+    pub client_id: String,
+    /// The environment variable holding the client's secret (absent: a public client).
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+}
+
+/// People named by a rule of the `[auth]` table (`admins`, `reviewers`): a person is
+/// named when in any of `groups`, holding any of `scopes`, or listed in `subs` (exact,
+/// case-sensitive names, as for `visible_to`). Groups are what a platform team manages at
+/// its identity provider; `subs` is for a person or machine client outside them.
+///
+/// `admins` may read what the server records about everyone (the audit log, the metrics)
+/// and see every API in the console whatever its `visible_to`; without `admins`, no access
+/// token makes an admin: only the console's operator (the static `--auth-token-env` token,
+/// or a loopback console without one) does. `reviewers` may also accept, edit and reject
+/// generated text in the console.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Admins {
+pub struct People {
     #[serde(default)]
     pub groups: Vec<String>,
     #[serde(default)]
@@ -176,9 +223,32 @@ pub struct ApiConfig {
     /// addresses are not affected.
     #[serde(default)]
     pub allow_link_local: bool,
+    /// Allow calls to loopback and private addresses (127.0.0.0/8, 10.0.0.0/8,
+    /// 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7, ...) on a server with an
+    /// `[auth]` table, which refuses them by default: a team server runs inside the
+    /// organisation's network, where a spec's author could otherwise point a tool at an
+    /// internal service that was never registered as an API. A single person's server
+    /// (no `[auth]`) calls them as declared.
+    #[serde(default)]
+    pub allow_private: bool,
     /// Who sees this API when the server checks OAuth tokens (see [`VisibleTo`]).
     #[serde(default)]
     pub visible_to: Option<VisibleTo>,
+}
+
+impl ApiConfig {
+    /// Whether this entry sets anything beyond its spec: then its id matters, since the
+    /// id is how calls, stored tokens and reviews find the entry's settings.
+    pub fn has_rules(&self) -> bool {
+        self.visible_to.is_some()
+            || self.auth.is_some()
+            || self.read_only
+            || self.base_url.is_some()
+            || !self.headers.is_empty()
+            || self.timeout_secs.is_some()
+            || self.allow_link_local
+            || self.allow_private
+    }
 }
 
 /// Credentials, named by the environment variables that hold them.
@@ -214,11 +284,19 @@ pub enum AuthConfig {
     /// their MCP access token exchanged at `token_url` (RFC 8693) for one whose audience
     /// is `audience`, the server authenticating as `client_id`. Needs the `[auth]` table.
     TokenExchange {
-        token_url: String,
+        /// Where the exchange is posted: by default the `[auth]` issuer's token endpoint
+        /// (from its discovery document). Since the request carries the person's MCP
+        /// access token, another URL is refused unless `trust_token_url` says so.
+        #[serde(default)]
+        token_url: Option<String>,
         client_id: String,
         client_secret_env: String,
         audience: String,
         scope: Option<String>,
+        /// Send people's access tokens to a `token_url` that is not the `[auth]` issuer's
+        /// token endpoint (an exchange service in front of the provider).
+        #[serde(default)]
+        trust_token_url: bool,
     },
     /// Each person's own token for a third-party API, by the authorization code grant
     /// with PKCE: the first call that needs it answers with a link the person opens to
@@ -236,8 +314,13 @@ pub enum AuthConfig {
         resource: Option<String>,
         /// Where tokens are revoked (RFC 7009) when the person disconnects.
         revocation_url: Option<String>,
-        /// Default: the `/oauth/callback` next to the `[auth]` audience.
+        /// Default: the `/oauth/callback` of the server's public URL.
         redirect_uri: Option<String>,
+        /// The authorization server's issuer identifier: when given, the redirect back must
+        /// carry it as `iss` (RFC 9207), so a response from another server cannot be
+        /// passed off as this one's (mix-up attacks).
+        #[serde(default)]
+        issuer: Option<String>,
     },
 }
 
@@ -347,6 +430,7 @@ impl CatalogConfig {
                     headers: Default::default(),
                     timeout_secs: None,
                     allow_link_local: false,
+                    allow_private: false,
                     visible_to: None,
                 })
                 .collect(),

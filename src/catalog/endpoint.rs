@@ -23,6 +23,12 @@ pub struct Api {
     pub source: std::path::PathBuf,
     /// Base URLs in the order the spec declares them.
     pub servers: Vec<String>,
+    /// The catalog config entry (`[[api]]`, by position) that loaded this API: where its
+    /// `visible_to`, `read_only` and `auth` come from. `None` for an API no entry loaded
+    /// (never true of a loaded catalog), which therefore has no rule to satisfy and is
+    /// served to nobody who is limited by rules.
+    #[serde(skip)]
+    pub config_index: Option<usize>,
 }
 
 /// HTTP methods an OpenAPI path item can hold.

@@ -89,6 +89,7 @@ impl Catalog {
                 spec_version: String::new(),
                 source: s.path,
                 servers: Vec::new(),
+                config_index: Some(s.config_index),
             })
             .collect();
         Catalog {

@@ -44,6 +44,18 @@ pub struct Catalog {
     pub sources_digest: Option<String>,
 }
 
+/// Who may see one API of a catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access<'a> {
+    /// Its entry has no `visible_to`.
+    Everyone,
+    /// Its entry's `visible_to`.
+    Limited(&'a config::VisibleTo),
+    /// No entry of the config loaded it, so no rule can be read for it: nobody sees it
+    /// (fail closed), and the server says so at start and at every reload.
+    Unresolved,
+}
+
 /// One spec file to load and the API entry it belongs to.
 #[derive(Debug, Clone)]
 pub struct SpecSource {
@@ -77,6 +89,7 @@ impl Catalog {
                             ep.servers = n.api.servers.clone();
                         }
                     }
+                    n.api.config_index = Some(src.config_index);
                     apis.push(n.api);
                     endpoints.append(&mut n.endpoints);
                 }
@@ -123,16 +136,25 @@ impl Catalog {
         self.apis.iter().find(|a| a.id == id)
     }
 
-    /// The config entry for an API id.
+    /// Who may see the API `id`, by the entry that loaded it ([`Catalog::api_config`]).
+    pub fn access(&self, id: &str) -> Access<'_> {
+        match self.api_config(id) {
+            None => Access::Unresolved,
+            Some(c) => match &c.visible_to {
+                None => Access::Everyone,
+                Some(rule) => Access::Limited(rule),
+            },
+        }
+    }
+
+    /// The config entry that loaded the API `id`: the one place its `visible_to`,
+    /// `read_only` and `auth` are read from, for MCP, the console and calls alike. Found
+    /// by the entry that loaded the spec (enriched copy, folder and id-less entries alike),
+    /// never by comparing paths or ids: `None` when no loaded API has this id, and callers
+    /// treat that as a rule that cannot be resolved (the API is hidden).
     pub fn api_config(&self, id: &str) -> Option<&ApiConfig> {
-        self.config.api(id).or_else(|| {
-            // Folder entries and entries without an explicit id apply to each spec they hold.
-            let api = self.api(id)?;
-            self.config
-                .apis
-                .iter()
-                .find(|c| api.source.starts_with(&c.spec) || c.spec == api.source)
-        })
+        let index = self.api(id)?.config_index?;
+        self.config.apis.get(index)
     }
 }
 
@@ -235,16 +257,82 @@ pub fn expand_sources(config: &CatalogConfig, problems: &mut Vec<Problem>) -> Ve
             problems.push(Problem::error(&api.spec, None, "no such file or folder"));
         }
     }
-    // Ids must be unique: two folders may hold files with the same stem.
-    let mut seen = std::collections::HashMap::<String, usize>::new();
-    for s in &mut out {
-        let n = seen.entry(s.id.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            s.id = format!("{}-{}", s.id, n);
-        }
+    unique_ids(config, out, problems)
+}
+
+/// Makes every API id name one spec. An id keys more than a name: a person's stored
+/// upstream token, the audit log, the console's reviews and the tool names all follow it.
+///
+/// - Across entries where one carries a rule (`visible_to`, `auth`, `read_only`, a base
+///   URL ...), an id is ambiguous: whose rule applies, and whose stored tokens the id's
+///   calls carry, would depend on the order files are found in (a file dropped into a
+///   folder could take another entry's id at the next reload). Every spec claiming it is
+///   refused, with an error naming each, until the config gives each entry its own `id`.
+/// - Within one entry (a folder holding two files of the same stem), and across entries
+///   that carry no rule at all (plain spec paths on a command line), later files get
+///   `-2`, `-3`, ... (skipping ids already taken): the settings are alike, so the name
+///   decides nothing.
+fn unique_ids(
+    config: &CatalogConfig,
+    out: Vec<SpecSource>,
+    problems: &mut Vec<Problem>,
+) -> Vec<SpecSource> {
+    use std::collections::{BTreeMap, BTreeSet, HashSet};
+    let ruled = |i: usize| config.apis.get(i).is_some_and(ApiConfig::has_rules);
+    let mut claims: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for s in &out {
+        claims.entry(&s.id).or_default().insert(s.config_index);
     }
-    out
+    let ambiguous: HashSet<String> = claims
+        .into_iter()
+        .filter(|(_, entries)| entries.len() > 1 && entries.iter().any(|&i| ruled(i)))
+        .map(|(id, _)| id.to_string())
+        .collect();
+    let (refused, mut kept): (Vec<SpecSource>, Vec<SpecSource>) =
+        out.into_iter().partition(|s| ambiguous.contains(&s.id));
+    for s in &refused {
+        let others: Vec<String> = refused
+            .iter()
+            .filter(|o| o.id == s.id && o.config_index != s.config_index)
+            .map(|o| format!("{} ([[api]] #{})", o.original.display(), o.config_index + 1))
+            .collect();
+        let declared = config
+            .apis
+            .get(s.config_index)
+            .is_some_and(|c| c.id.is_some());
+        problems.push(Problem::error(
+            &s.original,
+            None,
+            format!(
+                "API id '{}' ([[api]] #{}, {}) is also claimed by {}: which entry's \
+                 visible_to, read_only and auth apply would be ambiguous, so none of them is \
+                 served; give each entry its own `id`",
+                s.id,
+                s.config_index + 1,
+                if declared {
+                    "declared"
+                } else {
+                    "from the file name"
+                },
+                others.join(", ")
+            ),
+        ));
+    }
+    let mut taken: HashSet<String> = kept.iter().map(|s| s.id.clone()).collect();
+    let mut seen = HashSet::new();
+    for s in &mut kept {
+        if seen.insert(s.id.clone()) {
+            continue;
+        }
+        let mut k = 2;
+        while taken.contains(&format!("{}-{k}", s.id)) {
+            k += 1;
+        }
+        s.id = format!("{}-{k}", s.id);
+        taken.insert(s.id.clone());
+        seen.insert(s.id.clone());
+    }
+    kept
 }
 
 fn source_for(id: String, original: PathBuf, config_index: usize) -> SpecSource {

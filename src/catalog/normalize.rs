@@ -145,6 +145,7 @@ pub fn normalize(
             Family::OpenApi3 => servers3(root.get("servers")),
             Family::Swagger2 => swagger2::servers(&root),
         },
+        config_index: None,
     };
     let schemes = security_schemes(&mut res, fam, &root);
     let global_security = root.get("security");

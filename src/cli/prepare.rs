@@ -82,17 +82,23 @@ pub fn prepare(
     let current = current
         .filter(|(_, index)| index.is_compatible(&embedder, catalog_index::text_version(variant)));
     Ok(match current {
-        Some((tables, index)) => Prepared {
-            data_dir,
-            stats: BuildStats {
-                reused: index.len(),
-                ..BuildStats::default()
-            },
-            index,
-            tables: Some(tables),
-            embedder,
-            catalog: Catalog::config_only(&cfg),
-        },
+        Some((tables, index)) => {
+            // No spec is read, but what the config itself gets wrong (a file gone, an id
+            // two entries claim) is said at every start.
+            let catalog = Catalog::config_only(&cfg);
+            super::report_problems(&catalog);
+            Prepared {
+                data_dir,
+                stats: BuildStats {
+                    reused: index.len(),
+                    ..BuildStats::default()
+                },
+                index,
+                tables: Some(tables),
+                embedder,
+                catalog,
+            }
+        }
         None => {
             let catalog = catalog_args.load()?;
             let (index, stats) =

@@ -8,10 +8,11 @@
 use super::apis::ApiDirectory;
 use super::meta_tools;
 use super::tools::endpoint_tool;
-use crate::catalog::{ApiConfig, Catalog, Endpoint};
+use crate::catalog::{Access, ApiConfig, Catalog, Endpoint};
 use crate::shortlist::Shortlister;
 use base64::Engine;
 use rmcp::model::Tool;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Endpoint tools per `tools/list` page in catalog exposure, by default. Large enough that a
@@ -24,6 +25,12 @@ pub struct Served {
     shortlister: Shortlister,
     catalog: Catalog,
     apis: ApiDirectory,
+    /// Each served API's config entry (position in `catalog.config.apis`), by the entry
+    /// that loaded its spec. An API of the index missing here has no rule that can be
+    /// read, and is served to nobody.
+    entries: HashMap<String, usize>,
+    /// Whether some API is visible to some callers only, or to nobody.
+    limits_callers: bool,
     /// Every endpoint as a tool with its API id, sorted by name (catalog exposure), built on
     /// first use.
     catalog_tools: OnceLock<Vec<(String, Tool)>>,
@@ -51,10 +58,33 @@ impl Served {
             Some((id.as_str(), title.as_str()))
         }));
         register_credentials(&catalog, &shortlister);
+        let entries: HashMap<String, usize> = catalog
+            .apis
+            .iter()
+            .filter_map(|a| {
+                let i = a.config_index?;
+                catalog.config.apis.get(i)?;
+                Some((a.id.clone(), i))
+            })
+            .collect();
+        let unresolved: Vec<&str> = apis.ids().filter(|id| !entries.contains_key(*id)).collect();
+        if !unresolved.is_empty() {
+            tracing::error!(apis = ?unresolved, generation, "APIs hidden from everyone: no catalog config entry loaded them, so no rule can be read for them");
+            eprintln!(
+                "shortlist: hidden from everyone, since no catalog config entry loaded them (no rule can be read for them): {}",
+                unresolved.join(", ")
+            );
+        }
+        let limits_callers = !unresolved.is_empty()
+            || entries
+                .values()
+                .any(|&i| catalog.config.apis[i].visible_to.is_some());
         Served {
             shortlister,
             catalog,
             apis,
+            entries,
+            limits_callers,
             catalog_tools: OnceLock::new(),
             generation,
         }
@@ -103,19 +133,27 @@ impl Served {
         self.shortlister.index().keys().get(pos).map(String::as_str)
     }
 
-    /// The catalog config entry of an API.
+    /// The catalog config entry that loaded the API `api`: its `read_only`, `auth` and
+    /// `visible_to` (`None`: no entry did; such an API is hidden from everyone).
     pub fn api_config(&self, api: &str) -> Option<&ApiConfig> {
-        self.catalog.api_config(api)
+        self.catalog.config.apis.get(*self.entries.get(api)?)
     }
 
-    /// Whether some API is visible to some callers only (`visible_to`): then lists depend
-    /// on the authorization a request presents.
+    /// Who may see the API `api`, by the entry that loaded it.
+    pub fn access(&self, api: &str) -> Access<'_> {
+        match self.api_config(api) {
+            None => Access::Unresolved,
+            Some(c) => c
+                .visible_to
+                .as_ref()
+                .map_or(Access::Everyone, Access::Limited),
+        }
+    }
+
+    /// Whether some API is visible to some callers only (`visible_to`), or to nobody (no
+    /// rule can be read for it): then lists depend on the authorization a request presents.
     pub fn limits_callers(&self) -> bool {
-        self.catalog
-            .config
-            .apis
-            .iter()
-            .any(|a| a.visible_to.is_some())
+        self.limits_callers
     }
 
     /// Every endpoint as a tool, in name order, with its API id.
@@ -140,7 +178,7 @@ impl Served {
         &self,
         cursor: Option<&str>,
         page_size: usize,
-        sight: &super::visibility::Sight,
+        sees: impl Fn(&str) -> bool,
     ) -> Result<Page, String> {
         let all = self.catalog_tools();
         let start = match cursor {
@@ -154,22 +192,11 @@ impl Served {
         // filtered, so a page costs its own length when the caller sees every API.
         let mut seen = all[start..]
             .iter()
-            .filter(|(api, _)| sight.sees(api))
+            .filter(|(api, _)| sees(api))
             .map(|(_, t)| t);
         let page: Vec<Tool> = seen.by_ref().take(page_size.max(1)).cloned().collect();
         let next = seen.next().and(page.last()).map(|t| encode_cursor(&t.name));
         Ok(Page { tools: page, next })
-    }
-
-    /// The message for a name no endpoint has, or one of an API the caller does not see:
-    /// with the nearest names as hints only when the caller sees every API (a hint could
-    /// otherwise name a hidden tool).
-    pub fn unknown_tool_for(&self, name: &str, sight: &super::visibility::Sight) -> String {
-        if sight.is_everything() {
-            return self.unknown_tool(name);
-        }
-        let name = crate::text::clip_chars(name, 80);
-        format!("unknown tool '{name}'; use find_tools to find tools")
     }
 
     /// The message for a name no endpoint has, with the nearest names as hints.
