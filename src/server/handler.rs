@@ -4,7 +4,9 @@
 //!
 //! A handler is built per connection (stdio, legacy SSE), per HTTP session (2025-11-25 and
 //! older) or per request (stateless 2026-07-28 HTTP), so it holds no state of its own beyond
-//! the key of the client it serves; see [`super::clients`].
+//! the key of the client it serves; see [`super::clients`]. Which person may use a session
+//! or connection is settled before a request reaches it ([`super::sessions`],
+//! [`super::legacy_sse`]); the handler reads that person from each request.
 //!
 //! Announcing changes:
 //! - up to 2025-11-25 a plain `notifications/tools/list_changed` goes to the peer (over
@@ -47,10 +49,6 @@ pub struct ShortlistServer {
     session: Mutex<Option<ClientKey>>,
     /// The session-era connection registered for catalog change announcements.
     peer: Mutex<Option<u64>>,
-    /// The person an HTTP session belongs to: the first verified `sub` it served. A session
-    /// id is a bearer of state (the person's shortlist), so another person's token with it
-    /// is refused rather than served from that state.
-    owner: std::sync::OnceLock<String>,
 }
 
 impl ShortlistServer {
@@ -62,7 +60,6 @@ impl ShortlistServer {
             connection: Some(key),
             session: Mutex::new(None),
             peer: Mutex::new(None),
-            owner: std::sync::OnceLock::new(),
         }
     }
 
@@ -73,7 +70,6 @@ impl ShortlistServer {
             connection: None,
             session: Mutex::new(None),
             peer: Mutex::new(None),
-            owner: std::sync::OnceLock::new(),
         }
     }
 
@@ -151,23 +147,6 @@ impl ShortlistServer {
         }
     }
 
-    /// Refuses a request whose verified person is not the one this handler's session
-    /// belongs to. Stateless requests each get a fresh handler, so they always pass.
-    fn check_owner(&self, ctx: &RequestContext<RoleServer>) -> Result<(), McpError> {
-        let Some(p) = principal(ctx) else {
-            return Ok(());
-        };
-        let owner = self.owner.get_or_init(|| p.sub.clone());
-        if *owner == p.sub {
-            return Ok(());
-        }
-        tracing::warn!(sub = %p.sub, "a session was used with another person's token; refused");
-        Err(McpError::invalid_request(
-            "this session belongs to another person: initialize a session of your own",
-            None,
-        ))
-    }
-
     /// Who this request comes from and what it may see.
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         Caller {
@@ -175,6 +154,7 @@ impl ShortlistServer {
             exposure: self.exposure(ctx),
             sight: self.sight(ctx),
             person: person(ctx),
+            client_id: principal(ctx).and_then(|p| p.client_id.clone()),
         }
     }
 
@@ -280,7 +260,6 @@ impl ServerHandler for ShortlistServer {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.check_owner(&ctx)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         self.state
             .list_tools(&self.caller(&ctx), cursor)
@@ -306,7 +285,6 @@ impl ServerHandler for ShortlistServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.check_owner(&ctx)?;
         let answered = request.input_responses.as_ref();
         let args = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
@@ -359,7 +337,6 @@ impl ServerHandler for ShortlistServer {
             context.cancelled().await;
             return Ok(());
         }
-        self.check_owner(context.request_context())?;
         let key = self.client_key(context.request_context());
         let id = self
             .state

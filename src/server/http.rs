@@ -79,9 +79,12 @@ pub fn router(
         .with_cancellation_token(shutdown.child_token());
     let max_body_bytes = config.max_request_body_bytes;
     let mcp_state = Arc::clone(&state);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = super::sessions::SessionOwners::new(Arc::clone(&sessions));
+    owners.spawn_sweeper(shutdown.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(ShortlistServer::for_http(Arc::clone(&mcp_state))),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         config,
     );
     let guard = Guard::new(opts.auth_token.as_deref(), hosts);
@@ -90,11 +93,16 @@ pub fn router(
     let connections = super::oauth::connection_routes(Arc::clone(&state)).layer(
         axum::middleware::from_fn_with_state(guard.clone(), require_host),
     );
-    // The browser coming back from an authorization server has no access token: the
-    // consent's unguessable `state` is what it carries.
-    let callback = super::oauth::callback_routes(Arc::clone(&state)).layer(
-        axum::middleware::from_fn_with_state(guard.clone(), require_host),
-    );
+    // A browser opening a consent link, or coming back from a provider, has no access
+    // token: the pages sign it in and tie it to its consent by a cookie instead.
+    let callback = super::oauth::consent_routes(super::signin::ConsentSite::new(
+        Arc::clone(&state),
+        opts.oauth.clone(),
+    ))
+    .layer(axum::middleware::from_fn_with_state(
+        guard.clone(),
+        require_host,
+    ));
     let legacy = Router::new()
         .route("/sse", get(legacy_sse::connect))
         .route("/message", post(legacy_sse::message))
@@ -105,6 +113,10 @@ pub fn router(
         ));
     let app = Router::new()
         .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            owners,
+            super::sessions::bind_sessions,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             max_body_bytes,
             super::parse_error::on_mcp,

@@ -12,6 +12,12 @@
 //!   JSON-RPC error at once: with no id to answer to, the stream could not carry it.
 //!
 //! Closing the event stream ends the session and frees its exposed tools.
+//!
+//! On a server that verifies people (`[auth]`), a connection is its person's: the one
+//! whose token opened `GET /sse`. A `POST /message` naming it with anyone else's token is
+//! answered as for a connection that does not exist, and each message carries the
+//! request it came in (the verified person and their token, as on `/mcp`), so visibility,
+//! per-person credentials and the audit log work here as they do there.
 
 use super::clients::ClientKey;
 use super::handler::ShortlistServer;
@@ -23,7 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -34,10 +40,17 @@ use tokio_util::sync::CancellationToken;
 /// Messages buffered per direction before a slow peer applies back-pressure.
 const CHANNEL_CAPACITY: usize = 64;
 
+/// One open connection: where its messages go, and whose it is (`None` on a server
+/// without `[auth]`).
+struct Connection {
+    to_server: mpsc::Sender<ClientJsonRpcMessage>,
+    owner: Option<String>,
+}
+
 /// The open legacy SSE connections.
 pub struct LegacySse {
     state: Arc<ServerState>,
-    connections: Mutex<HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>>,
+    connections: Mutex<HashMap<String, Connection>>,
     shutdown: CancellationToken,
     keep_alive: Duration,
 }
@@ -52,12 +65,14 @@ impl LegacySse {
         })
     }
 
-    fn sender(&self, id: &str) -> Option<mpsc::Sender<ClientJsonRpcMessage>> {
+    /// The sender of connection `id`, if it is `sub`'s (anyone's without people).
+    fn sender(&self, id: &str, sub: Option<&str>) -> Option<mpsc::Sender<ClientJsonRpcMessage>> {
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
-            .cloned()
+            .filter(|c| c.owner.as_deref() == sub)
+            .map(|c| c.to_server.clone())
     }
 
     fn forget(&self, id: &str) {
@@ -81,15 +96,19 @@ impl LegacySse {
     }
 }
 
-/// `GET /sse`: opens a connection.
-pub async fn connect(State(sse): State<Arc<LegacySse>>) -> Response {
+/// `GET /sse`: opens a connection, for the person whose token opened it.
+pub async fn connect(
+    State(sse): State<Arc<LegacySse>>,
+    parts: axum::http::request::Parts,
+) -> Response {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::channel::<ClientJsonRpcMessage>(CHANNEL_CAPACITY);
     let (to_client, from_server) = mpsc::channel::<ServerJsonRpcMessage>(CHANNEL_CAPACITY);
+    let owner = crate::auth::Principal::from_parts(&parts).map(|p| p.sub.clone());
     sse.connections
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .insert(id.clone(), to_server);
+        .insert(id.clone(), Connection { to_server, owner });
 
     let ct = sse.shutdown.child_token();
     let handler = ShortlistServer::for_connection(Arc::clone(&sse.state), ClientKey::sse(&id));
@@ -140,10 +159,11 @@ pub struct MessageQuery {
     session_id: Option<String>,
 }
 
-/// `POST /message?sessionId=<id>`: one client message for a connection.
+/// `POST /message?sessionId=<id>`: one client message for a connection, from its person.
 pub async fn message(
     State(sse): State<Arc<LegacySse>>,
     Query(q): Query<MessageQuery>,
+    parts: axum::http::request::Parts,
     body: Bytes,
 ) -> Response {
     let Some(id) = q.session_id.filter(|s| !s.is_empty()) else {
@@ -153,13 +173,27 @@ pub async fn message(
         )
             .into_response();
     };
-    let Some(mut tx) = sse.sender(&id) else {
+    let sub = crate::auth::Principal::from_parts(&parts).map(|p| p.sub.clone());
+    let Some(mut tx) = sse.sender(&id, sub.as_deref()) else {
+        if sub.is_some() {
+            tracing::debug!("a legacy SSE message named a connection that is not its sender's");
+        }
         return (StatusCode::NOT_FOUND, "Not Found: no such session").into_response();
     };
-    let msg = match super::parse_error::message(&body) {
+    let mut msg = match super::parse_error::message(&body) {
         Ok(m) => m,
         Err(rejection) => return *rejection,
     };
+    // As on /mcp: the handler reads the person (and their token) from the request.
+    match &mut msg {
+        ClientJsonRpcMessage::Request(r) => {
+            r.request.extensions_mut().insert(parts);
+        }
+        ClientJsonRpcMessage::Notification(n) => {
+            n.notification.extensions_mut().insert(parts);
+        }
+        _ => {}
+    }
     match tx.send(msg).await {
         Ok(()) => StatusCode::ACCEPTED.into_response(),
         Err(_) => {
