@@ -275,9 +275,27 @@ async fn sign_in(srv: &Server, token: &str) -> String {
     let res = post(token, &own).await.unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    for part in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age="] {
         assert!(set.contains(part), "{set}");
     }
+    // A session that ends, not the token: a cookie copied from a browser opens nothing
+    // once it expires, and never gives away the server's token.
+    assert!(
+        !set.contains(token),
+        "the console cookie is the token itself: {set}"
+    );
+    let forged = format!("shortlist_console={token}");
+    let res = client()
+        .get(srv.url("/console/api/health"))
+        .header("cookie", &forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::UNAUTHORIZED,
+        "the token as a cookie"
+    );
     set.split(';').next().unwrap().to_string()
 }
 

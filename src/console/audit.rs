@@ -1,6 +1,8 @@
-//! The audit log as the console shows it: the upstream calls the state store recorded
-//! (when, who, which API and endpoint, the status, how long), newest first, for one person
-//! or everyone. The log holds no body, header or argument, so neither does a page.
+//! The audit log as the console shows it: the upstream calls and the other events the
+//! state store recorded (when, what, who and through which client, which API and
+//! endpoint, the status, how long, and what the event was about), newest first, for one
+//! person or everyone. The log holds no body, header, argument or token, so neither does a
+//! page. Reviews of generated text are recorded here too, before they are written.
 //!
 //! Reading never fails the console: a server without a store, or a store that went away
 //! (PostgreSQL restarted, a cut connection), is an answer that says so, and the catalog's
@@ -55,17 +57,24 @@ impl AuditQuery {
 /// One row as the console shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditRow {
-    /// When the call started, milliseconds since the Unix epoch.
+    /// When it happened (a call: when it started), milliseconds since the Unix epoch.
     pub at_ms: i64,
     /// The same instant, `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
     pub at: String,
+    /// What happened: `call`, `refused`, `consent_asked`, `consent_given`,
+    /// `consent_refused`, `withdrawn`, `review`, `token_failed`, `token_orphaned`.
+    pub event: String,
     pub sub: String,
+    /// The OAuth client the person came through, when known.
+    pub client_id: Option<String>,
     pub api: String,
     /// The endpoint's tool name.
     pub endpoint: String,
     /// The HTTP status; 0 when no answer came.
     pub status: u16,
     pub latency_ms: u32,
+    /// What the event was about (a review's old and new text, a refusal's reason).
+    pub detail: Option<serde_json::Value>,
 }
 
 impl From<AuditEntry> for AuditRow {
@@ -73,11 +82,69 @@ impl From<AuditEntry> for AuditRow {
         AuditRow {
             at: utc(e.at_ms),
             at_ms: e.at_ms,
+            event: e.event,
             sub: e.sub,
+            client_id: e.client_id,
             api: e.api,
             endpoint: e.endpoint,
             status: e.status,
             latency_ms: e.latency_ms,
+            detail: e
+                .detail
+                .as_deref()
+                .map(|d| serde_json::from_str(d).unwrap_or(serde_json::Value::String(d.into()))),
+        }
+    }
+}
+
+/// What a review record says: who asked for what verdict on which value, and (once
+/// written) the value as it was and as it is.
+pub fn review_detail(
+    r: &super::review_write::Review,
+    saved: Option<&super::review_write::Saved>,
+) -> serde_json::Value {
+    let mut d = serde_json::json!({
+        "action": format!("{:?}", r.action).to_lowercase(),
+        "method": r.method,
+        "path": r.path,
+        "field": r.field,
+        "param": r.param,
+        "new": r.value,
+    });
+    if let Some(s) = saved {
+        d["old"] = s.previous.clone();
+        d["new"] = s.value.clone();
+        d["file"] = serde_json::Value::String(s.file.clone());
+    }
+    d
+}
+
+/// Records a review before it is written. `Ok(None)` without a store (a local console
+/// keeps no log); with one, the review is made only once recorded: `Err` is the refusal.
+pub async fn begin_review(
+    store: Option<&Store>,
+    viewer: &super::viewer::Viewer,
+    r: &super::review_write::Review,
+) -> Result<Option<i64>, String> {
+    let Some(store) = store else {
+        tracing::info!(viewer = %viewer.describe(), api = %r.api, "console: review written (no state store to record it in)");
+        return Ok(None);
+    };
+    let entry = AuditEntry::event(
+        crate::store::Event::Review,
+        viewer.audit_sub(),
+        viewer.client_id(),
+        &r.api,
+    )
+    .on(&format!("{} {}", r.method.to_uppercase(), r.path))
+    .with_detail(review_detail(r, None));
+    match tokio::time::timeout(WAIT, store.record(&entry)).await {
+        Ok(Ok(id)) => Ok(Some(id)),
+        Ok(Err(e)) => Err(format!(
+            "the review was not written: it could not be recorded in the audit log ({e})"
+        )),
+        Err(_) => {
+            Err("the review was not written: the audit log's store did not answer in time".into())
         }
     }
 }
@@ -180,7 +247,11 @@ mod tests {
         async fn token_apis(&self, _: &str) -> Result<Vec<(String, Option<i64>)>, StoreError> {
             self.fail().await
         }
-        async fn put_consent(&self, _: SealedConsent) -> Result<(), StoreError> {
+        async fn put_consent(
+            &self,
+            _: SealedConsent,
+            _: crate::store::ConsentLimits,
+        ) -> Result<(), StoreError> {
             self.fail().await
         }
         async fn consent(&self, _: &str) -> Result<Option<SealedConsent>, StoreError> {
@@ -197,10 +268,25 @@ mod tests {
         async fn expire_consents(&self, _: i64) -> Result<u64, StoreError> {
             self.fail().await
         }
-        async fn record_call(&self, _: AuditEntry) -> Result<(), StoreError> {
+        async fn record(&self, _: AuditEntry) -> Result<i64, StoreError> {
+            self.fail().await
+        }
+        async fn finish_call(
+            &self,
+            _: i64,
+            _: u16,
+            _: u32,
+            _: Option<String>,
+        ) -> Result<(), StoreError> {
             self.fail().await
         }
         async fn audit(&self, _: Option<&str>, _: u32) -> Result<Vec<AuditEntry>, StoreError> {
+            self.fail().await
+        }
+        async fn try_lock(&self, _: &str, _: &str, _: i64, _: i64) -> Result<bool, StoreError> {
+            self.fail().await
+        }
+        async fn unlock(&self, _: &str, _: &str) -> Result<(), StoreError> {
             self.fail().await
         }
     }
@@ -243,17 +329,12 @@ mod tests {
         .await
         .unwrap();
         for (i, sub) in ["alice", "bob", "alice"].iter().enumerate() {
-            store
-                .record_call(&AuditEntry {
-                    at_ms: 1_000 * (i as i64 + 1),
-                    sub: sub.to_string(),
-                    api: "tmdb".into(),
-                    endpoint: format!("call{i}"),
-                    status: 200,
-                    latency_ms: 3,
-                })
-                .await
-                .unwrap();
+            let mut e = AuditEntry::event(crate::store::Event::Call, sub, None, "tmdb")
+                .on(&format!("call{i}"));
+            e.at_ms = 1_000 * (i as i64 + 1);
+            e.status = 200;
+            e.latency_ms = 3;
+            store.record(&e).await.unwrap();
         }
         let q = AuditQuery::parse(Some("alice"), Some("10")).unwrap();
         let rows = read(Some(&store), &q, WAIT).await.unwrap();

@@ -46,8 +46,9 @@ pub enum Page {
     Audit,
 }
 
-/// A whole page: navigation, then `body`.
-pub fn frame(page: Page, title: &str, body: &str) -> String {
+/// A whole page: navigation, then `body`. The audit log's link is shown to admins only
+/// (`admin`): the page behind it is theirs alone.
+pub fn frame(page: Page, title: &str, body: &str, admin: bool) -> String {
     let link = |p: Page, href: &str, label: &str| {
         let current = if p == page {
             " aria-current=\"page\""
@@ -68,7 +69,11 @@ pub fn frame(page: Page, title: &str, body: &str) -> String {
         link(Page::Health, "/console/health", "Catalog health"),
         link(Page::Review, "/console/review", "Review generated text"),
         link(Page::Try, "/console/try", "Try a request"),
-        link(Page::Audit, "/console/audit", "Audit log"),
+        if admin {
+            link(Page::Audit, "/console/audit", "Audit log")
+        } else {
+            String::new()
+        },
         title = esc(title),
     )
 }

@@ -2,10 +2,14 @@
 //!
 //! A server started with `--auth-token-env` wants `Authorization: Bearer <token>` on every
 //! request, which a browser does not send when a person opens a page. The console's routes
-//! also take the token from a cookie, set by typing it once into `/console/login`: HttpOnly
-//! (no script reads it), `SameSite=Strict` (no other site's page sends it) and limited to
-//! `/console` (MCP routes still want the header). The same `Host` and `Origin` checks stand
-//! in front of the login as of every other route.
+//! also take a session cookie, set by typing the token once into `/console/login`. The
+//! cookie is not the token: it is a session that ends ([`SESSION`] after sign-in) and is
+//! signed with a key derived from the token (HMAC-SHA-256), so any replica with the same
+//! token checks it, a copied cookie stops working when it expires or the token changes,
+//! and the token itself never sits in a browser's cookie jar. It is HttpOnly (no script
+//! reads it), `SameSite=Strict` (no other site's page sends it) and limited to `/console`
+//! (MCP routes still want the header). The same `Host` and `Origin` checks stand in front
+//! of the login as of every other route.
 
 use super::html::{esc, frame, Page};
 use crate::server::guard::Guard;
@@ -16,8 +20,11 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 
-/// The cookie that carries the token (percent-encoded).
+/// The cookie that carries the console session.
 const COOKIE: &str = "shortlist_console";
+
+/// How long a console session lasts.
+pub const SESSION: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
 
 /// `/console/login` (GET: the form, POST: the token).
 pub fn router(guard: Guard) -> Router {
@@ -39,7 +46,7 @@ fn page(status: StatusCode, note: &str) -> Response {
             format!("<p class=\"error\" id=\"error\">{}</p>", esc(note))
         }
     );
-    (status, Html(frame(Page::Health, "Sign in", &body))).into_response()
+    (status, Html(frame(Page::Health, "Sign in", &body, false))).into_response()
 }
 
 async fn form(State(guard): State<Guard>) -> Response {
@@ -61,8 +68,14 @@ async fn login(State(guard): State<Guard>, body: axum::body::Bytes) -> Response 
         tracing::warn!("console: a sign-in with a wrong token");
         return page(StatusCode::UNAUTHORIZED, "That is not the server's token.");
     }
-    let value = percent_encoding::utf8_percent_encode(&token, percent_encoding::NON_ALPHANUMERIC);
-    let cookie = format!("{COOKIE}={value}; Path=/console; HttpOnly; SameSite=Strict");
+    let expires = crate::store::now() + SESSION.as_secs() as i64;
+    let Some(value) = guard.session_value(expires) else {
+        return Redirect::to("/console/health").into_response();
+    };
+    let cookie = format!(
+        "{COOKIE}={value}; Path=/console; Max-Age={}; HttpOnly; SameSite=Strict",
+        SESSION.as_secs()
+    );
     (
         StatusCode::SEE_OTHER,
         [
@@ -73,8 +86,34 @@ async fn login(State(guard): State<Guard>, body: axum::body::Bytes) -> Response 
         .into_response()
 }
 
-/// The token from the console's cookie, if the request has one.
-fn cookie_token(req: &Request) -> Option<String> {
+/// The console session cookie's value for a session ending at `expires` (seconds since
+/// the Unix epoch): `v1.<expires>.<signature>`, signed with `key` (derived from the
+/// server's token).
+pub fn session_value(key: &[u8; 32], expires: i64) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    let sig = ring::hmac::sign(&key, format!("console\0{expires}").as_bytes());
+    format!("v1.{expires}.{}", hex::encode(sig.as_ref()))
+}
+
+/// Whether `value` is a session cookie signed with `key` that has not ended (the
+/// signature compared in constant time).
+pub fn session_valid(key: &[u8; 32], value: &str) -> bool {
+    let mut parts = value.splitn(3, '.');
+    let (Some("v1"), Some(exp), Some(sig)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(exp), Ok(sig)) = (exp.parse::<i64>(), hex::decode(sig)) else {
+        return false;
+    };
+    if exp <= crate::store::now() {
+        return false;
+    }
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::verify(&key, format!("console\0{exp}").as_bytes(), &sig).is_ok()
+}
+
+/// The session cookie's value, if the request has one.
+fn cookie_value(req: &Request) -> Option<String> {
     req.headers()
         .get_all(header::COOKIE)
         .iter()
@@ -82,12 +121,7 @@ fn cookie_token(req: &Request) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE)
-        .and_then(|(_, v)| {
-            percent_encoding::percent_decode_str(v)
-                .decode_utf8()
-                .ok()
-                .map(|s| s.into_owned())
-        })
+        .map(|(_, v)| v.to_string())
 }
 
 /// Middleware for the console's routes: the bearer header or the cookie; the login page
@@ -96,7 +130,7 @@ fn cookie_token(req: &Request) -> Option<String> {
 pub async fn require_token(State(guard): State<Guard>, req: Request, next: Next) -> Response {
     let allowed = req.uri().path() == "/console/login"
         || guard.header_authorized(&req)
-        || cookie_token(&req).is_some_and(|t| guard.token_matches(&t));
+        || cookie_value(&req).is_some_and(|v| guard.session_valid(&v));
     if allowed {
         return next.run(req).await;
     }
@@ -115,4 +149,29 @@ pub async fn require_token(State(guard): State<Guard>, req: Request, next: Next)
         "Unauthorized: send Authorization: Bearer <token>, or sign in at /console/login",
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_cookie_is_not_the_token_and_ends() {
+        let g = Guard::new(Some("s3cret-token"), vec![]);
+        let other = Guard::new(Some("another-token"), vec![]);
+        let now = crate::store::now();
+        let v = g.session_value(now + 60).unwrap();
+        assert!(!v.contains("s3cret"), "{v}");
+        assert!(g.session_valid(&v));
+        assert!(!other.session_valid(&v), "signed with the token's key");
+        assert!(!g.session_valid(&g.session_value(now - 1).unwrap()));
+        // A cookie whose expiry was moved does not verify.
+        let forged = v.replacen(&format!("{}", now + 60), &format!("{}", now + 9_999_999), 1);
+        assert!(!g.session_valid(&forged));
+        assert!(
+            !g.session_valid("s3cret-token"),
+            "the token itself is no cookie"
+        );
+        assert!(Guard::new(None, vec![]).session_value(now + 60).is_none());
+    }
 }

@@ -11,7 +11,7 @@ use crate::catalog::Method;
 use serde_json::{json, Value};
 
 /// Catalog health.
-pub fn health(h: &Health, f: &Filter) -> String {
+pub fn health(h: &Health, f: &Filter, admin: bool) -> String {
     let mut b = String::new();
     b.push_str(&format!(
         "<h1>Catalog health</h1><section class=\"cards\">\
@@ -136,7 +136,7 @@ pub fn health(h: &Health, f: &Filter) -> String {
         ));
     }
     b.push_str("</tbody></table>");
-    frame(Page::Health, "Catalog health", &b)
+    frame(Page::Health, "Catalog health", &b, admin)
 }
 
 /// Review of generated text.
@@ -147,6 +147,7 @@ pub fn review(
     api: Option<&str>,
     status: &str,
     unreadable: &[String],
+    admin: bool,
 ) -> String {
     let mut b = String::from("<h1>Review generated text</h1>");
     b.push_str(
@@ -189,7 +190,7 @@ pub fn review(
     for it in items {
         b.push_str(&item(it));
     }
-    frame(Page::Review, "Review generated text", &b)
+    frame(Page::Review, "Review generated text", &b, admin)
 }
 
 /// One review card. Its identity travels in `data-review` for the script.
@@ -329,6 +330,7 @@ pub fn try_page(
     api: Option<&str>,
     apis: &[String],
     result: Option<Result<&Tried, &str>>,
+    admin: bool,
 ) -> String {
     let mut b = String::from("<h1>Try a request</h1>");
     b.push_str(&format!(
@@ -349,7 +351,7 @@ pub fn try_page(
         Some(Err(e)) => b.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(e))),
         Some(Ok(t)) => b.push_str(&tried(t)),
     }
-    frame(Page::Try, "Try a request", &b)
+    frame(Page::Try, "Try a request", &b, admin)
 }
 
 fn tried(t: &Tried) -> String {
@@ -406,9 +408,10 @@ fn tried(t: &Tried) -> String {
 /// reading (a person sees their own name, so a shared screen says whose view it is).
 pub fn audit(viewer: &str, q: &AuditQuery, rows: Result<&[AuditRow], &str>) -> String {
     let mut b = format!(
-        "<h1>Audit log</h1><p class=\"quiet\">Every upstream call the server made: when, for \
-         whom, which endpoint, the status and how long it took; never a body, header or \
-         argument. Newest first. Shown to {}.</p>\
+        "<h1>Audit log</h1><p class=\"quiet\">Every upstream call the server made (when, for \
+         whom, which endpoint, the status and how long it took) and every consent, withdrawal, \
+         review of tool text, refused call and token failure; never a body, header, argument \
+         or token. Newest first. Shown to {}.</p>\
          <form id=\"audit-filter\" method=\"get\" action=\"/console/audit\" class=\"filters\">\
          <label>Person (sub) <input type=\"search\" name=\"sub\" value=\"{}\" placeholder=\"everyone\"></label>\
          <label>Rows <input type=\"number\" name=\"limit\" min=\"1\" max=\"{}\" value=\"{}\"></label>\
@@ -421,17 +424,18 @@ pub fn audit(viewer: &str, q: &AuditQuery, rows: Result<&[AuditRow], &str>) -> S
     let rows = match rows {
         Err(e) => {
             b.push_str(&format!("<p class=\"error\" id=\"error\">{}</p>", esc(e)));
-            return frame(Page::Audit, "Audit log", &b);
+            return frame(Page::Audit, "Audit log", &b, true);
         }
         Ok(rows) => rows,
     };
     if rows.is_empty() {
-        b.push_str("<p id=\"none\" class=\"quiet\">No call recorded.</p>");
-        return frame(Page::Audit, "Audit log", &b);
+        b.push_str("<p id=\"none\" class=\"quiet\">Nothing recorded.</p>");
+        return frame(Page::Audit, "Audit log", &b, true);
     }
     b.push_str(
-        "<table id=\"audit\"><thead><tr><th>When (UTC)</th><th>Person</th><th>API</th>\
-         <th>Endpoint</th><th>Status</th><th>Latency</th></tr></thead><tbody>",
+        "<table id=\"audit\"><thead><tr><th>When (UTC)</th><th>Event</th><th>Person</th>\
+         <th>Client</th><th>API</th><th>Endpoint</th><th>Status</th><th>Latency</th>\
+         <th>Detail</th></tr></thead><tbody>",
     );
     for r in rows {
         let status = if r.status == 0 {
@@ -439,24 +443,30 @@ pub fn audit(viewer: &str, q: &AuditQuery, rows: Result<&[AuditRow], &str>) -> S
         } else {
             r.status.to_string()
         };
+        let detail = r.detail.as_ref().map(|d| d.to_string()).unwrap_or_default();
         b.push_str(&format!(
-            "<tr><td>{}</td><td><a href=\"/console/audit?sub={}\">{}</a></td><td>{}</td>\
-             <td><code>{}</code></td><td>{}</td><td>{} ms</td></tr>",
+            "<tr data-event=\"{}\"><td>{}</td><td>{}</td>\
+             <td><a href=\"/console/audit?sub={}\">{}</a></td><td>{}</td><td>{}</td>\
+             <td><code>{}</code></td><td>{}</td><td>{} ms</td><td><code>{}</code></td></tr>",
+            esc(&r.event),
             esc(&r.at),
+            esc(&r.event),
             url_value(&r.sub),
             esc(&r.sub),
+            esc(r.client_id.as_deref().unwrap_or("")),
             esc(&r.api),
             esc(&r.endpoint),
             status,
             r.latency_ms,
+            esc(&detail),
         ));
     }
     b.push_str("</tbody></table>");
-    frame(Page::Audit, "Audit log", &b)
+    frame(Page::Audit, "Audit log", &b, true)
 }
 
 /// A page the viewer may not open, and why.
-pub fn forbidden(page: Page, title: &str, why: &str) -> String {
+pub fn forbidden(page: Page, title: &str, why: &str, admin: bool) -> String {
     frame(
         page,
         title,
@@ -465,6 +475,7 @@ pub fn forbidden(page: Page, title: &str, why: &str) -> String {
             esc(title),
             esc(why)
         ),
+        admin,
     )
 }
 
@@ -481,14 +492,25 @@ mod tests {
         let row = AuditRow {
             at_ms: 0,
             at: "1970-01-01T00:00:00.000Z".into(),
+            event: "<i>call</i>".into(),
             sub: "<b>mallory</b>".into(),
+            client_id: Some("<u>cli</u>".into()),
             api: "a&b".into(),
             endpoint: "<img src=x>".into(),
             status: 0,
             latency_ms: 7,
+            detail: Some(serde_json::json!({"new": "<script>y</script>"})),
         };
         let html = audit("<op>", &q, Ok(&[row]));
-        for raw in ["<script>", "<b>mallory", "<img", "a&b", "<op>"] {
+        for raw in [
+            "<script>",
+            "<b>mallory",
+            "<img",
+            "a&b",
+            "<op>",
+            "<i>call",
+            "<u>cli",
+        ] {
             assert!(!html.contains(raw), "{raw} unescaped: {html}");
         }
         assert!(html.contains("&lt;b&gt;mallory&lt;/b&gt;"), "{html}");

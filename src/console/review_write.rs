@@ -91,6 +91,9 @@ pub struct Saved {
     pub key: &'static str,
     /// The value now in the file (`null` after a reject).
     pub value: Value,
+    /// The value the verdict was given on: the generated (or rejected, for a restore)
+    /// value as it was, for the audit log's record of who changed what.
+    pub previous: Value,
 }
 
 /// One lock per spec file.
@@ -311,6 +314,7 @@ fn apply(
             field.as_str()
         )));
     }
+    let previous = current.clone();
     let value = match review.action {
         Verdict::Accept => {
             if was_refused {
@@ -337,6 +341,7 @@ fn apply(
         file: String::new(),
         key,
         value,
+        previous,
     })
 }
 
@@ -373,6 +378,7 @@ fn restore(
         file: String::new(),
         key: REJECTED,
         value: Value::Null,
+        previous: value.clone(),
     })
 }
 

@@ -132,6 +132,7 @@ async fn health_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Pa
         Ok(s) => Html(pages::health(
             &health::report(&s, &f, &viewer.shown(&s)),
             &f,
+            viewer.is_admin(),
         ))
         .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
@@ -222,6 +223,7 @@ async fn review_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Pa
                 iq.api,
                 iq.status,
                 unreadable(&s, &shown),
+                viewer.is_admin(),
             ))
             .into_response()
         }
@@ -278,6 +280,11 @@ async fn review_save(
         Ok(o) => o,
         Err((status, msg)) => return error(status, msg),
     };
+    // What every colleague's agent reads is written only by those allowed to write it.
+    if !viewer.may_review() {
+        tracing::warn!(viewer = %viewer.describe(), "console: a review by someone who may not review was refused");
+        return error(StatusCode::FORBIDDEN, not_a_reviewer(&viewer));
+    }
     let review: Review = match serde_json::from_value(Value::Object(obj)) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("review: {e}")),
@@ -300,8 +307,21 @@ async fn review_save(
             Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
         }
     }
-    match c.review(review).await {
-        Ok(saved) => Json(json!({"saved": saved})).into_response(),
+    // Recorded before it is written: with a store, a review the audit log cannot hold is
+    // not made.
+    let recorded = match super::audit::begin_review(c.server().store(), &viewer, &review).await {
+        Ok(id) => id,
+        Err(why) => return error(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    let store = c.server().store();
+    match c.review(review.clone()).await {
+        Ok(saved) => {
+            if let Some(id) = recorded {
+                let detail = super::audit::review_detail(&review, Some(&saved));
+                crate::server::audit::finish(store, id, 200, 0, Some(detail)).await;
+            }
+            Json(json!({"saved": saved})).into_response()
+        }
         Err(e) => {
             let status = match &e {
                 ReviewError::Invalid(_) => StatusCode::BAD_REQUEST,
@@ -312,9 +332,22 @@ async fn review_save(
             if status == StatusCode::INTERNAL_SERVER_ERROR {
                 tracing::error!(error = %e, "console: saving a review failed");
             }
+            if let Some(id) = recorded {
+                crate::server::audit::finish(store, id, status.as_u16(), 0, None).await;
+            }
             error(status, e.to_string())
         }
     }
+}
+
+/// Why a viewer may not write reviews.
+fn not_a_reviewer(viewer: &Viewer) -> String {
+    format!(
+        "Generated tool text is what every colleague's agent reads, so only the console's \
+         admins and reviewers may accept, edit or reject it, and {} is neither: `admins` and \
+         `reviewers` in the [auth] table of the catalog config name them (groups, scopes or subs).",
+        viewer.describe()
+    )
 }
 
 async fn try_json(
@@ -362,12 +395,13 @@ async fn try_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Param
                 api,
                 &apis,
                 Some(Err("k: must be a whole number")),
+                viewer.is_admin(),
             );
             return (StatusCode::BAD_REQUEST, Html(page)).into_response();
         }
     };
     if query.is_empty() {
-        return Html(pages::try_page("", k, api, &apis, None)).into_response();
+        return Html(pages::try_page("", k, api, &apis, None, viewer.is_admin())).into_response();
     }
     let mut args = JsonObject::new();
     args.insert("query".into(), Value::from(query));
@@ -378,10 +412,25 @@ async fn try_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Param
         args.insert("api".into(), Value::from(a));
     }
     match try_request::try_request(c.server(), &args, &sight).await {
-        Ok(t) => Html(pages::try_page(query, k, api, &apis, Some(Ok(&t)))).into_response(),
+        Ok(t) => Html(pages::try_page(
+            query,
+            k,
+            api,
+            &apis,
+            Some(Ok(&t)),
+            viewer.is_admin(),
+        ))
+        .into_response(),
         Err(e) => (
             StatusCode::BAD_REQUEST,
-            Html(pages::try_page(query, k, api, &apis, Some(Err(&e)))),
+            Html(pages::try_page(
+                query,
+                k,
+                api,
+                &apis,
+                Some(Err(&e)),
+                viewer.is_admin(),
+            )),
         )
             .into_response(),
     }
@@ -422,7 +471,12 @@ async fn audit_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Par
 
 async fn audit_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
     if !viewer.is_admin() {
-        let page = pages::forbidden(html::Page::Audit, "Audit log", &not_an_admin(&viewer));
+        let page = pages::forbidden(
+            html::Page::Audit,
+            "Audit log",
+            &not_an_admin(&viewer),
+            false,
+        );
         return (StatusCode::FORBIDDEN, Html(page)).into_response();
     }
     let who = viewer.describe();

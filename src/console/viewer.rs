@@ -13,8 +13,9 @@
 //! audit log: it records what everyone called.
 
 use super::{Console, Snapshot};
-use crate::auth::{api_visible, Principal};
-use crate::catalog::config::{Admins, VisibleTo};
+use crate::auth::Principal;
+use crate::catalog::config::People;
+use crate::catalog::Access;
 use crate::server::{Served, Sight};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -27,18 +28,28 @@ use std::sync::Arc;
 pub enum Viewer {
     /// The static-token holder, or anyone on a loopback console without a token.
     Operator,
-    /// A person with a verified access token; `admin` when `[auth] admins` names them.
-    Person { principal: Principal, admin: bool },
+    /// A person with a verified access token; `admin` when `[auth] admins` names them,
+    /// `reviewer` when `[auth] reviewers` does.
+    Person {
+        principal: Principal,
+        admin: bool,
+        reviewer: bool,
+    },
 }
 
 impl Viewer {
     /// The viewer of a request whose extensions hold `principal` (if any), under the
-    /// configured `admins`.
-    pub fn of(principal: Option<&Principal>, admins: Option<&Admins>) -> Viewer {
+    /// configured `admins` and `reviewers`.
+    pub fn of(
+        principal: Option<&Principal>,
+        admins: Option<&People>,
+        reviewers: Option<&People>,
+    ) -> Viewer {
         match principal {
             None => Viewer::Operator,
             Some(p) => Viewer::Person {
-                admin: admins.is_some_and(|a| is_admin(a, p)),
+                admin: admins.is_some_and(|a| names(a, p)),
+                reviewer: reviewers.is_some_and(|r| names(r, p)),
                 principal: p.clone(),
             },
         }
@@ -52,6 +63,17 @@ impl Viewer {
         }
     }
 
+    /// Whether this viewer may write reviews: change the text every colleague's agent
+    /// reads. The operator and admins may; of other people, those `reviewers` names.
+    pub fn may_review(&self) -> bool {
+        match self {
+            Viewer::Operator => true,
+            Viewer::Person {
+                admin, reviewer, ..
+            } => *admin || *reviewer,
+        }
+    }
+
     /// Who the viewer is, in words, for pages and refusals.
     pub fn describe(&self) -> String {
         match self {
@@ -60,13 +82,30 @@ impl Viewer {
         }
     }
 
-    /// Whether the viewer sees an API whose config says `rule`.
-    pub fn sees(&self, rule: Option<&VisibleTo>) -> bool {
+    /// Who the viewer is for the audit log: the person's `sub`, `operator` otherwise.
+    pub fn audit_sub(&self) -> &str {
+        match self {
+            Viewer::Operator => "operator",
+            Viewer::Person { principal, .. } => &principal.sub,
+        }
+    }
+
+    /// The OAuth client the viewer came through, for the audit log.
+    pub fn client_id(&self) -> Option<&str> {
+        match self {
+            Viewer::Operator => None,
+            Viewer::Person { principal, .. } => principal.client_id.as_deref(),
+        }
+    }
+
+    /// Whether the viewer sees an API whose access is `access`.
+    pub fn sees(&self, access: Access<'_>) -> bool {
         match self {
             Viewer::Person {
                 principal,
                 admin: false,
-            } => api_visible(rule, Some(principal)),
+                ..
+            } => crate::auth::sees(access, Some(principal)),
             _ => true,
         }
     }
@@ -77,12 +116,14 @@ impl Viewer {
             Viewer::Person {
                 principal,
                 admin: false,
+                ..
             } => Sight::of(served, Some(principal)),
             _ => Sight::everything(),
         }
     }
 
-    /// What the viewer sees of a snapshot (the files the pages read).
+    /// What the viewer sees of a snapshot (the files the pages read): the APIs whose
+    /// entry's rule admits them, found the same way as over MCP.
     pub fn shown(&self, snap: &Snapshot) -> Shown {
         if self.is_admin() {
             return Shown::everything();
@@ -90,13 +131,7 @@ impl Viewer {
         let mut apis = HashSet::new();
         let mut files = HashSet::new();
         for src in &snap.sources {
-            let rule = snap
-                .catalog
-                .config
-                .apis
-                .get(src.config_index)
-                .and_then(|c| c.visible_to.as_ref());
-            if self.sees(rule) {
+            if self.sees(snap.catalog.access(&src.id)) {
                 apis.insert(src.id.clone());
                 files.insert(src.path.display().to_string());
                 files.insert(src.original.display().to_string());
@@ -108,7 +143,7 @@ impl Viewer {
     }
 }
 
-fn is_admin(a: &Admins, p: &Principal) -> bool {
+fn names(a: &People, p: &Principal) -> bool {
     a.groups.iter().any(|g| p.in_group(g))
         || a.scopes.iter().any(|s| p.has_scope(s))
         || a.subs.contains(&p.sub)
@@ -161,19 +196,19 @@ impl FromRequestParts<Arc<Console>> for Viewer {
         console: &Arc<Console>,
     ) -> Result<Viewer, Infallible> {
         let served = console.server().served();
-        let admins = served
-            .catalog()
-            .config
-            .auth
-            .as_ref()
-            .and_then(|a| a.admins.as_ref());
-        Ok(Viewer::of(parts.extensions.get::<Principal>(), admins))
+        let auth = served.catalog().config.auth.as_ref();
+        Ok(Viewer::of(
+            parts.extensions.get::<Principal>(),
+            auth.and_then(|a| a.admins.as_ref()),
+            auth.and_then(|a| a.reviewers.as_ref()),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::config::VisibleTo;
 
     fn person(sub: &str, scopes: &[&str], groups: &[&str]) -> Principal {
         Principal {
@@ -186,9 +221,9 @@ mod tests {
         }
     }
 
-    fn admins(groups: &[&str], scopes: &[&str], subs: &[&str]) -> Admins {
+    fn admins(groups: &[&str], scopes: &[&str], subs: &[&str]) -> People {
         let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect();
-        Admins {
+        People {
             groups: v(groups),
             scopes: v(scopes),
             subs: v(subs),
@@ -197,22 +232,23 @@ mod tests {
 
     #[test]
     fn the_operator_is_an_admin_and_sees_everything() {
-        let op = Viewer::of(None, None);
-        assert!(op.is_admin());
-        assert!(op.sees(Some(&VisibleTo::default())));
+        let op = Viewer::of(None, None, None);
+        assert!(op.is_admin() && op.may_review());
+        assert!(op.sees(Access::Limited(&VisibleTo::default())));
+        assert!(op.sees(Access::Unresolved));
     }
 
     #[test]
     fn a_group_a_scope_or_a_sub_makes_an_admin() {
         let a = admins(&["platform"], &["shortlist:admin"], &["carol"]);
-        let admin = |p: &Principal| Viewer::of(Some(p), Some(&a)).is_admin();
+        let admin = |p: &Principal| Viewer::of(Some(p), Some(&a), None).is_admin();
         assert!(admin(&person("alice", &[], &["platform"])));
         assert!(admin(&person("ci", &["shortlist:admin"], &[])));
         assert!(admin(&person("carol", &[], &[])));
         assert!(!admin(&person("bob", &["mcp"], &["sales", "Platform"])));
         assert!(!admin(&person("Carol", &[], &[])));
         // Without `admins`, no token makes an admin.
-        assert!(!Viewer::of(Some(&person("alice", &[], &["platform"])), None).is_admin());
+        assert!(!Viewer::of(Some(&person("alice", &[], &["platform"])), None, None).is_admin());
     }
 
     #[test]
@@ -222,11 +258,27 @@ mod tests {
             scopes: vec![],
         };
         let a = admins(&["platform"], &[], &[]);
-        let bob = Viewer::of(Some(&person("bob", &[], &["sales"])), Some(&a));
-        let fin = Viewer::of(Some(&person("fay", &[], &["finance"])), Some(&a));
-        let alice = Viewer::of(Some(&person("alice", &[], &["platform"])), Some(&a));
-        assert!(!bob.sees(Some(&rule)) && bob.sees(None));
-        assert!(fin.sees(Some(&rule)) && !fin.is_admin());
-        assert!(alice.sees(Some(&rule)));
+        let bob = Viewer::of(Some(&person("bob", &[], &["sales"])), Some(&a), None);
+        let fin = Viewer::of(Some(&person("fay", &[], &["finance"])), Some(&a), None);
+        let alice = Viewer::of(Some(&person("alice", &[], &["platform"])), Some(&a), None);
+        let limited = Access::Limited(&rule);
+        assert!(!bob.sees(limited) && bob.sees(Access::Everyone));
+        assert!(!bob.sees(Access::Unresolved) && !fin.sees(Access::Unresolved));
+        assert!(fin.sees(limited) && !fin.is_admin());
+        assert!(alice.sees(limited) && alice.sees(Access::Unresolved));
+    }
+
+    #[test]
+    fn only_the_operator_admins_and_reviewers_write_reviews() {
+        let a = admins(&["platform"], &[], &[]);
+        let r = admins(&["docs"], &["catalog:review"], &["dana"]);
+        let may = |p: &Principal| Viewer::of(Some(p), Some(&a), Some(&r)).may_review();
+        assert!(may(&person("alice", &[], &["platform"])));
+        assert!(may(&person("rita", &[], &["docs"])));
+        assert!(may(&person("ci", &["catalog:review"], &[])));
+        assert!(may(&person("dana", &[], &[])));
+        assert!(!may(&person("bob", &["mcp"], &["sales"])));
+        // Without `reviewers`, only admins among people.
+        assert!(!Viewer::of(Some(&person("rita", &[], &["docs"])), Some(&a), None).may_review());
     }
 }

@@ -18,6 +18,9 @@ use std::sync::Arc;
 pub struct Guard {
     /// SHA-256 of the expected `Authorization` value (`Bearer <token>`); `None` = no auth.
     token_digest: Option<[u8; 32]>,
+    /// The key console session cookies are signed with, derived from the token (so every
+    /// replica with the token has it, and a new token ends every session).
+    session_key: Option<[u8; 32]>,
     /// Host names (optionally `host:port`) accepted in `Host`; empty accepts any.
     allowed_hosts: Arc<Vec<String>>,
 }
@@ -36,6 +39,8 @@ impl Guard {
     pub fn new(token: Option<&str>, allowed_hosts: Vec<String>) -> Guard {
         Guard {
             token_digest: token.map(|t| Sha256::digest(format!("Bearer {t}")).into()),
+            session_key: token
+                .map(|t| Sha256::digest(format!("shortlist-console-session\0{t}")).into()),
             allowed_hosts: Arc::new(allowed_hosts),
         }
     }
@@ -74,6 +79,22 @@ impl Guard {
             .zip(expected.iter())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0
+    }
+
+    /// Whether `value` is a console session cookie signed with this server's token and not
+    /// ended. A server without a token has no sessions.
+    pub fn session_valid(&self, value: &str) -> bool {
+        match &self.session_key {
+            Some(k) => crate::console::login::session_valid(k, value),
+            None => false,
+        }
+    }
+
+    /// A console session cookie value ending at `expires`, or `None` without a token.
+    pub fn session_value(&self, expires: i64) -> Option<String> {
+        self.session_key
+            .as_ref()
+            .map(|k| crate::console::login::session_value(k, expires))
     }
 
     /// Whether the request's `Authorization` header carries the token (always true
