@@ -1,20 +1,61 @@
-//! Which addresses a call may connect to: everything but link-local addresses and cloud
-//! metadata services, unless the API's config says `allow_link_local = true`.
+//! Which addresses a call may connect to.
 //!
-//! A spec's `servers` (or a name they use, resolving to such an address) are chosen by
-//! whoever wrote the spec; a catalog built from third-party specs must not let a tool
-//! call read `http://169.254.169.254/latest/meta-data/iam/...` on a cloud host. The check
-//! runs on the address actually connected to: IP literals before sending, names in the
-//! HTTP client's resolver (so a name that resolves, or later re-resolves, to a metadata
+//! - Link-local addresses and cloud metadata services: never, unless the API's config says
+//!   `allow_link_local = true`. A spec's `servers` (or a name they use, resolving to such an
+//!   address) are chosen by whoever wrote the spec; a catalog built from third-party specs
+//!   must not let a tool call read `http://169.254.169.254/latest/meta-data/iam/...` on a
+//!   cloud host.
+//! - Loopback and private addresses (127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12,
+//!   192.168.0.0/16, 100.64.0.0/10, fc00::/7, ...): called as declared by a single
+//!   person's server, where local and intranet APIs are a normal use; refused by a team
+//!   server (one with an `[auth]` table) unless the API's entry says
+//!   `allow_private = true`, since it runs inside the organisation's network, where a
+//!   spec's author could otherwise point a tool at a service nobody registered as an API.
+//!
+//! The check runs on the address actually connected to: IP literals before sending, names
+//! in the HTTP client's resolver (so a name that resolves, or later re-resolves, to such an
 //! address is refused too), and redirects, which reconnect through the same resolver.
-//! Loopback and private ranges stay allowed: local and intranet APIs are a normal use.
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
-/// Why an address is refused, or `None` when it may be called.
+/// What one API's calls may reach beyond the public internet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Policy {
+    /// Link-local and cloud metadata addresses (`allow_link_local`).
+    pub link_local: bool,
+    /// Loopback and private addresses.
+    pub private: bool,
+}
+
+impl Policy {
+    /// Everything: no check at all.
+    pub const ANY: Policy = Policy {
+        link_local: true,
+        private: true,
+    };
+
+    /// Index of this policy among the four (one HTTP client each).
+    pub fn index(self) -> usize {
+        usize::from(self.link_local) | (usize::from(self.private) << 1)
+    }
+}
+
+/// Why an address is refused under `policy`, or `None` when it may be called.
+pub fn refused_by(ip: IpAddr, policy: Policy) -> Option<&'static str> {
+    if let Some(why) = refused(ip).filter(|_| !policy.link_local) {
+        return Some(why);
+    }
+    if !policy.private && is_private(ip) {
+        return Some("a loopback or private address");
+    }
+    None
+}
+
+/// Why an address is refused whatever the API allows but `allow_link_local`: a
+/// link-local or cloud metadata address. `None` when it may be called.
 pub fn refused(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => refused_v4(v4),
@@ -29,6 +70,34 @@ pub fn refused(ip: IpAddr) -> Option<&'static str> {
             ((v6.segments()[0] & 0xffc0) == 0xfe80).then_some("a link-local address")
         }
     }
+}
+
+/// Whether `ip` is a loopback, private, shared (carrier-grade NAT), unspecified or
+/// broadcast address: one that reaches the server's own host or network.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => private_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped().or_else(|| nat64(v6)) {
+                return private_v4(v4);
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfec0
+        }
+    }
+}
+
+fn private_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, ..] = v4.octets();
+    v4.is_loopback()
+        || v4.is_private()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
 }
 
 fn refused_v4(v4: Ipv4Addr) -> Option<&'static str> {
@@ -55,8 +124,13 @@ pub fn refusal(ip: IpAddr, host: &str, why: &str) -> String {
     } else {
         format!(" (which {host} resolves to)")
     };
+    let key = if why.contains("private") {
+        "allow_private"
+    } else {
+        "allow_link_local"
+    };
     format!(
-        "refusing to connect to {ip}{via}: it is {why}; an API served there needs `allow_link_local = true` in its catalog config entry"
+        "refusing to connect to {ip}{via}: it is {why}; an API served there needs `{key} = true` in its catalog config entry"
     )
 }
 
@@ -64,9 +138,8 @@ pub fn refusal(ip: IpAddr, host: &str, why: &str) -> String {
 /// addresses dropped. A name with only refused addresses fails with [`refusal`].
 #[derive(Clone, Default)]
 pub struct GuardedResolver {
-    /// Whether link-local and metadata addresses are allowed (the client of APIs that
-    /// set `allow_link_local`).
-    pub allow_link_local: bool,
+    /// What the client's calls may reach.
+    pub policy: Policy,
     /// Fixed answers for some names, consulted before the system resolver.
     pub fixed: Arc<HashMap<String, Vec<IpAddr>>>,
 }
@@ -80,13 +153,13 @@ impl Resolve for GuardedResolver {
                 Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
                 None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
             };
-            if this.allow_link_local {
+            if this.policy == Policy::ANY {
                 return Ok(Box::new(addrs.into_iter()) as Addrs);
             }
             let mut first_refused = None;
             let allowed: Vec<SocketAddr> = addrs
                 .into_iter()
-                .filter(|a| match refused(a.ip()) {
+                .filter(|a| match refused_by(a.ip(), this.policy) {
                     Some(why) => {
                         first_refused.get_or_insert((a.ip(), why));
                         false
@@ -147,10 +220,14 @@ mod tests {
                 "mixed.test".to_string(),
                 vec!["fe80::1".parse().unwrap(), "127.0.0.1".parse().unwrap()],
             ),
+            ("local.test".to_string(), vec!["127.0.0.1".parse().unwrap()]),
         ]
         .into();
         let r = GuardedResolver {
-            allow_link_local: false,
+            policy: Policy {
+                link_local: false,
+                private: true,
+            },
             fixed: Arc::new(fixed),
         };
         let name = |s: &str| s.parse::<Name>().unwrap();
@@ -166,12 +243,73 @@ mod tests {
         let ok: Vec<SocketAddr> = r.resolve(name("mixed.test")).await.ok().unwrap().collect();
         assert_eq!(ok, ["127.0.0.1:0".parse().unwrap()]);
         let open = GuardedResolver {
-            allow_link_local: true,
-            ..r
+            policy: Policy::ANY,
+            ..r.clone()
         };
         assert_eq!(
             open.resolve(name("meta.test")).await.ok().unwrap().count(),
             1
         );
+        // A team server's client: loopback refused, with the key that allows it named.
+        let team = GuardedResolver {
+            policy: Policy::default(),
+            ..r
+        };
+        let err = match team.resolve(name("local.test")).await {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a loopback address resolved on a team server"),
+        };
+        assert!(err.contains("allow_private = true"), "{err}");
+    }
+
+    #[test]
+    fn private_ranges_in_every_notation() {
+        for ip in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "10.0.0.1",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "100.64.0.1",
+            "100.127.255.255",
+            "0.0.0.0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fd00::1",
+            "fc00::1",
+            "fec0::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.1.1.1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+            assert!(
+                refused_by(ip.parse().unwrap(), Policy::default()).is_some(),
+                "{ip}"
+            );
+            assert!(
+                refused_by(
+                    ip.parse().unwrap(),
+                    Policy {
+                        link_local: false,
+                        private: true
+                    }
+                )
+                .is_none(),
+                "{ip}"
+            );
+        }
+        for ip in [
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "1.1.1.1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
     }
 }

@@ -120,7 +120,9 @@ pub fn resolve(
                     "API '{api}': the token endpoint returned a token with a line break; it cannot be sent in a header"
                 ));
             }
-            redactor.add(token);
+            // The caller registered it with its expiry (`Redactor::add_until`); this
+            // only makes sure the call's own result masks it.
+            redactor.add_local(token);
             creds
                 .headers
                 .push(("Authorization".into(), format!("Bearer {token}")));

@@ -10,17 +10,17 @@
 //! Network policy: one deadline covers connecting, sending and reading the body (default
 //! 30 s, `timeout_secs` per API); redirects are followed only to the same scheme (or an
 //! upgrade to https), host and port, at most 5 times; bodies are read up to a cap;
-//! link-local and cloud metadata addresses are refused unless the API allows them (see
-//! `address`).
+//! link-local and cloud metadata addresses are refused unless the API allows them, and on
+//! a team server loopback and private ones too (see `address`).
 
-use super::address::{self, GuardedResolver};
+use super::address::{self, GuardedResolver, Policy};
 use super::auth::{self, EnvLookup, Redactor};
 use super::outcome::CallOutcome;
 use super::request::{build_request, host_of, register_user_info, PreparedRequest};
 use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, ResponseHead};
 use super::validate::validate;
 use crate::catalog::{ApiConfig, Endpoint, Method};
-use crate::credentials::{Broker, Grant, Person};
+use crate::credentials::{Broker, Grant, Person, ServerSide};
 use crate::store::Store;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Map, Value};
@@ -57,16 +57,19 @@ impl Default for InvokerOptions {
 /// Calls endpoints over HTTP. Cheap to clone (the connection pools are shared).
 #[derive(Clone)]
 pub struct Invoker {
-    /// For APIs that may not reach link-local or metadata addresses (all but those whose
-    /// config sets `allow_link_local`).
-    http: reqwest::Client,
-    /// For APIs whose config sets `allow_link_local`.
-    http_link_local: reqwest::Client,
+    /// One client per address policy ([`Policy::index`]): its resolver refuses what the
+    /// policy does not allow.
+    http: Arc<[reqwest::Client; 4]>,
+    /// Whether loopback and private addresses are refused unless an API allows them (a
+    /// team server: one with an `[auth]` table).
+    refuse_private: bool,
     options: InvokerOptions,
     env: Arc<EnvLookup>,
     fixed: Arc<HashMap<String, Vec<IpAddr>>>,
     /// Tokens obtained at run time (OAuth grants), with the same secret lookup.
     broker: Arc<Broker>,
+    /// What the broker was told of the server (kept for a new secret lookup).
+    server: ServerSide,
 }
 
 /// Who a call is made for, and where per-person tokens live.
@@ -75,6 +78,9 @@ pub struct CallFor<'a> {
     /// The verified person (`None`: stdio, the CLI, a server without `[auth]`).
     pub person: Option<&'a Person>,
     pub store: Option<&'a Store>,
+    /// The OAuth client the person came through (recorded with a consent they are asked
+    /// for).
+    pub client_id: Option<&'a str>,
 }
 
 /// What [`Invoker::call_for`] came to.
@@ -109,19 +115,25 @@ impl Invoker {
         let fixed = Arc::new(HashMap::new());
         let env: Arc<EnvLookup> = Arc::new(auth::process_env);
         Ok(Invoker {
-            http: client(&options, false, &fixed)?,
-            http_link_local: client(&options, true, &fixed)?,
+            http: clients(&options, &fixed)?,
+            refuse_private: false,
             options,
-            broker: Arc::new(Broker::new(Arc::clone(&env), None)),
+            broker: Arc::new(Broker::new(Arc::clone(&env), ServerSide::default())),
+            server: ServerSide::default(),
             env,
             fixed,
         })
     }
 
-    /// Places the OAuth callback of consent-based APIs beside `audience` (the server's
-    /// `/mcp` URL, the `[auth]` audience).
-    pub fn with_audience(mut self, audience: Option<&str>) -> Invoker {
-        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), audience));
+    /// Tells the broker where the server is and what it offers browsers: consent pages
+    /// and the OAuth callback under its public URL, the issuer whose token endpoint may
+    /// receive people's tokens.
+    pub fn with_server(mut self, server: ServerSide) -> Invoker {
+        // A server that knows its people is a team server, inside an organisation's
+        // network: private addresses only where an API's entry allows them.
+        self.refuse_private = server.issuer.is_some();
+        self.server = server.clone();
+        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), server));
         self
     }
 
@@ -138,9 +150,15 @@ impl Invoker {
         fixed: HashMap<String, Vec<IpAddr>>,
     ) -> Result<Invoker, reqwest::Error> {
         self.fixed = Arc::new(fixed);
-        self.http = client(&self.options, false, &self.fixed)?;
-        self.http_link_local = client(&self.options, true, &self.fixed)?;
+        self.http = clients(&self.options, &self.fixed)?;
         Ok(self)
+    }
+
+    /// Refuses loopback and private addresses unless an API's entry allows them, as a
+    /// team server does (tests of the policy without a whole server).
+    pub fn refusing_private(mut self) -> Invoker {
+        self.refuse_private = true;
+        self
     }
 
     /// Replaces where credentials are looked up (tests, or a secrets manager).
@@ -149,7 +167,7 @@ impl Invoker {
         lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Invoker {
         self.env = Arc::new(lookup);
-        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), None));
+        self.broker = Arc::new(Broker::new(Arc::clone(&self.env), self.server.clone()));
         self
     }
 
@@ -192,7 +210,7 @@ impl Invoker {
             let token = match obtained {
                 Some(auth) => match self
                     .broker
-                    .grant(&ep.api, auth, who.person, who.store)
+                    .grant(&ep.api, auth, who.person, who.client_id, who.store)
                     .await
                 {
                     Ok(Grant::Token(t)) => Some(t),
@@ -203,13 +221,25 @@ impl Invoker {
                             state,
                         }
                     }
-                    Err(e) => return Called::Done(CallOutcome::error(e)),
+                    Err(e) => return Called::Done(CallOutcome::refused("token", e)),
                 },
                 None => None,
             };
             let mut redactor = Redactor::default();
+            if let Some(t) = &token {
+                // Masked in this call's result, and in the logs only while it is good: a
+                // person's token is no business of anyone else's call, and a list of
+                // every token ever obtained would only grow.
+                redactor.add_until(&t.value, t.good_until);
+            }
             let outcome = self
-                .run(ep, api_cfg, args, token.as_deref(), &mut redactor)
+                .run(
+                    ep,
+                    api_cfg,
+                    args,
+                    token.as_ref().map(|t| t.value.as_str()),
+                    &mut redactor,
+                )
                 .await;
             if let (Some(auth), Some(401), false) = (obtained, outcome.status, retried) {
                 tracing::info!(api = %ep.api, "the API refused an obtained token; getting a fresh one");
@@ -237,7 +267,7 @@ impl Invoker {
         if cfg.is_some_and(|c| c.read_only)
             && !matches!(ep.method, Method::Get | Method::Head | Method::Options)
         {
-            return CallOutcome::error(format!(
+            return CallOutcome::refused("read_only", format!(
                 "refused: API '{}' is configured read_only, so {} is not called (only GET, HEAD and OPTIONS are allowed)",
                 ep.api,
                 ep.key()
@@ -245,7 +275,7 @@ impl Invoker {
         }
         let valid = match validate(ep, args) {
             Ok(v) => v,
-            Err(e) => return CallOutcome::error(e.to_string()),
+            Err(e) => return CallOutcome::refused("invalid_arguments", e.to_string()),
         };
         let creds = match auth::resolve(
             cfg.and_then(|c| c.auth.as_ref()),
@@ -255,7 +285,7 @@ impl Invoker {
             redactor,
         ) {
             Ok(c) => c,
-            Err(e) => return CallOutcome::error(e),
+            Err(e) => return CallOutcome::refused("credentials", e),
         };
         // User info in the base URL is a credential too (sent as basic auth).
         if let Some(raw) = cfg
@@ -266,13 +296,14 @@ impl Invoker {
         }
         let req = match build_request(ep, cfg, &valid, &creds) {
             Ok(r) => r,
-            Err(e) => return CallOutcome::error(e),
+            Err(e) => return CallOutcome::refused("request", e),
         };
-        let allow_link_local = cfg.is_some_and(|c| c.allow_link_local);
-        if !allow_link_local {
-            if let Some(refusal) = refused_literal(&req.url) {
-                return CallOutcome::error(format!("{refusal} (API '{}')", ep.api));
-            }
+        let policy = Policy {
+            link_local: cfg.is_some_and(|c| c.allow_link_local),
+            private: !self.refuse_private || cfg.is_some_and(|c| c.allow_private),
+        };
+        if let Some(refusal) = refused_literal(&req.url, policy) {
+            return CallOutcome::refused("address", format!("{refusal} (API '{}')", ep.api));
         }
         let timeout = cfg
             .and_then(|c| c.timeout_secs)
@@ -288,12 +319,20 @@ impl Invoker {
         tracing::debug!(tool = %ep.tool_name, method = %req.method, url = %req.display_url, "calling upstream");
         let method = req.method.as_str();
         let display_url = req.display_url.clone();
-        match tokio::time::timeout(timeout, self.exchange(req, allow_link_local)).await {
+        match tokio::time::timeout(timeout, self.exchange(req, policy)).await {
             Err(_) => CallOutcome::error(format!(
                 "upstream timed out after {} calling {method} {display_url}",
                 seconds(timeout)
             )),
-            Ok(Err(e)) => CallOutcome::error(describe_error(&e, method, &display_url)),
+            Ok(Err(e)) => {
+                let msg = describe_error(&e, method, &display_url);
+                // A name that resolved only to refused addresses never left either.
+                if msg.contains("refusing to connect to") {
+                    CallOutcome::refused("address", msg)
+                } else {
+                    CallOutcome::error(msg)
+                }
+            }
             Ok(Ok((head, body))) => {
                 let ctx = ResponseContext {
                     method,
@@ -315,16 +354,12 @@ impl Invoker {
     async fn exchange(
         &self,
         req: PreparedRequest,
-        allow_link_local: bool,
+        policy: Policy,
     ) -> Result<(ResponseHead, CappedBody), reqwest::Error> {
         let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
             .unwrap_or(reqwest::Method::GET);
         let request_url = req.url.clone();
-        let http = if allow_link_local {
-            &self.http_link_local
-        } else {
-            &self.http
-        };
+        let http = &self.http[policy.index()];
         let mut builder = http.request(method, req.url);
         for (name, value) in req.headers {
             builder = builder.header(name, value);
@@ -356,11 +391,28 @@ impl Invoker {
     }
 }
 
+/// The four HTTP clients, one per address policy.
+fn clients(
+    options: &InvokerOptions,
+    fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
+) -> Result<Arc<[reqwest::Client; 4]>, reqwest::Error> {
+    let policy = |i: usize| Policy {
+        link_local: i & 1 == 1,
+        private: i & 2 == 2,
+    };
+    Ok(Arc::new([
+        client(options, policy(0), fixed)?,
+        client(options, policy(1), fixed)?,
+        client(options, policy(2), fixed)?,
+        client(options, policy(3), fixed)?,
+    ]))
+}
+
 /// One HTTP client: same-origin redirects only, names resolved through the address
-/// policy (`allow_link_local` or not).
+/// policy.
 fn client(
     options: &InvokerOptions,
-    allow_link_local: bool,
+    policy: Policy,
     fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
 ) -> Result<reqwest::Client, reqwest::Error> {
     let max = options.max_redirects;
@@ -370,10 +422,8 @@ fn client(
                 .previous()
                 .first()
                 .is_some_and(|first| same_origin(first, attempt.url()));
-            if !allow_link_local {
-                if let Some(refusal) = refused_literal(attempt.url()) {
-                    return attempt.error(refusal);
-                }
+            if let Some(refusal) = refused_literal(attempt.url(), policy) {
+                return attempt.error(refusal);
             }
             if same && attempt.previous().len() <= max {
                 attempt.follow()
@@ -383,22 +433,22 @@ fn client(
             }
         }))
         .dns_resolver(Arc::new(GuardedResolver {
-            allow_link_local,
+            policy,
             fixed: Arc::clone(fixed),
         }))
         .user_agent(concat!("shortlist/", env!("CARGO_PKG_VERSION")))
         .build()
 }
 
-/// The refusal for a URL whose host is a link-local or metadata IP literal (names are
+/// The refusal for a URL whose host is an IP literal the policy refuses (names are
 /// checked when resolved).
-fn refused_literal(url: &Url) -> Option<String> {
+fn refused_literal(url: &Url, policy: Policy) -> Option<String> {
     let ip = match url.host()? {
         url::Host::Ipv4(v4) => IpAddr::V4(v4),
         url::Host::Ipv6(v6) => IpAddr::V6(v6),
         url::Host::Domain(_) => return None,
     };
-    address::refused(ip).map(|why| address::refusal(ip, &ip.to_string(), why))
+    address::refused_by(ip, policy).map(|why| address::refusal(ip, &ip.to_string(), why))
 }
 
 /// Whether a redirect from `from` to `to` stays on the same host and port, and does not

@@ -19,6 +19,9 @@ pub struct CallOutcome {
     pub structured: Option<Value>,
     /// The upstream HTTP status, when a response was received.
     pub status: Option<u16>,
+    /// Why the call never left: what the audit log records of a call refused before it
+    /// reached the API (a fixed word, never the arguments).
+    pub refusal: Option<&'static str>,
 }
 
 impl CallOutcome {
@@ -29,6 +32,16 @@ impl CallOutcome {
             text: text.into(),
             structured: None,
             status: None,
+            refusal: None,
+        }
+    }
+
+    /// A call refused before it was sent, for the reason `why` (a fixed word:
+    /// `read_only`, `invalid_arguments`, `credentials`, `request`, `address`).
+    pub fn refused(why: &'static str, text: impl Into<String>) -> CallOutcome {
+        CallOutcome {
+            refusal: Some(why),
+            ..CallOutcome::error(text)
         }
     }
 

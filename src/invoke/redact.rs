@@ -16,12 +16,18 @@
 //!
 //! Logs: every secret a [`Redactor`] learns is also added to a process-wide list that
 //! [`LogWriter`] applies to each log line before it reaches stderr, so no log level of
-//! this crate or of its dependencies (HTTP client, MCP library) prints one.
+//! this crate or of its dependencies (HTTP client, MCP library) prints one. Secrets read
+//! from the environment stay on it for the process's life (the config names a bounded
+//! set); tokens obtained at run time ([`Redactor::add_until`]) stay only while they are
+//! good, so a server renewing people's tokens all day keeps a list the size of the
+//! tokens alive now, not of every token it ever held. Registering what is already known
+//! takes no exclusive lock.
 
 use base64::Engine;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::sync::RwLock;
+use std::time::Instant;
 
 /// What a masked secret is replaced with.
 pub const MASK: &str = "[REDACTED]";
@@ -39,8 +45,37 @@ pub struct Redactor {
     /// Each registered form as characters, longest first (so a secret that contains
     /// another is masked whole).
     secrets: Vec<Vec<char>>,
+    /// The same forms, to tell a known one in constant time.
+    known: HashSet<Vec<char>>,
     /// Bytes a spelling of some secret can start with.
     starts: StartSet,
+    /// The forms this redactor holds on the logs' list until it is dropped (the call it
+    /// serves ends), or until they expire if later.
+    held: Held,
+}
+
+/// Forms held on the logs' list by one redactor: let go when it is dropped. A clone holds
+/// nothing (the original lets go).
+#[derive(Debug, Default)]
+struct Held(Vec<String>);
+
+impl Clone for Held {
+    fn clone(&self) -> Held {
+        Held(Vec::new())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let mut s = LOG_SECRETS.write().unwrap_or_else(|e| e.into_inner());
+        for form in self.0.drain(..) {
+            s.release(&form);
+        }
+        s.prune(Instant::now());
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -57,11 +92,35 @@ impl Default for StartSet {
 }
 
 impl Redactor {
-    /// Registers a secret (and the base64 cores of it), here and for the logs.
+    /// Registers a secret (and the base64 cores of it), here and for the logs for as
+    /// long as the process runs: for secrets the catalog config names.
     pub fn add(&mut self, secret: &str) {
-        self.add_form(secret);
-        for core in base64_cores(secret.as_bytes()) {
-            self.add_form(&core);
+        for form in forms(secret) {
+            if self.insert(&form) {
+                register_for_logs(&form);
+            }
+        }
+    }
+
+    /// Registers a secret here, and for the logs until `until` or until this redactor is
+    /// dropped, whichever is later: for tokens obtained at run time, masked in every log
+    /// line while the call that uses them runs and forgotten once they are no longer good.
+    pub fn add_until(&mut self, secret: &str, until: Instant) {
+        for form in forms(secret) {
+            if self.insert(&form) {
+                LOG_SECRETS
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .hold(&form, until);
+                self.held.0.push(form);
+            }
+        }
+    }
+
+    /// Registers a secret (and its base64 cores) here only, not for the logs.
+    pub fn add_local(&mut self, secret: &str) {
+        for form in forms(secret) {
+            self.insert(&form);
         }
     }
 
@@ -75,7 +134,7 @@ impl Redactor {
     /// Adds one form; false when it is too short or known.
     fn insert(&mut self, form: &str) -> bool {
         let chars: Vec<char> = form.chars().collect();
-        if chars.len() < MIN_CHARS || self.secrets.contains(&chars) {
+        if chars.len() < MIN_CHARS || self.known.contains(&chars) {
             return false;
         }
         let mut buf = [0u8; 4];
@@ -83,13 +142,39 @@ impl Redactor {
         if chars[0] == ' ' {
             self.starts.0[usize::from(b'+')] = true;
         }
-        self.secrets.push(chars);
-        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        // Longest first, so a secret that contains another is masked whole.
+        let at = self.secrets.partition_point(|s| s.len() >= chars.len());
+        self.known.insert(chars.clone());
+        self.secrets.insert(at, chars);
         true
+    }
+
+    /// Whether `form` is registered.
+    fn knows(&self, form: &str) -> bool {
+        self.known.contains(&form.chars().collect::<Vec<char>>())
+    }
+
+    /// Forgets the forms `gone` says to, rebuilding what depends on them.
+    fn forget(&mut self, gone: impl Fn(&[char]) -> bool) {
+        self.secrets.retain(|s| !gone(s));
+        self.known = self.secrets.iter().cloned().collect();
+        self.starts = StartSet::default();
+        let mut buf = [0u8; 4];
+        for chars in &self.secrets {
+            self.starts.0[usize::from(chars[0].encode_utf8(&mut buf).as_bytes()[0])] = true;
+            if chars[0] == ' ' {
+                self.starts.0[usize::from(b'+')] = true;
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
+    }
+
+    /// How many forms are registered.
+    pub fn len(&self) -> usize {
+        self.secrets.len()
     }
 
     /// `text` with every registered secret masked, whatever its spelling.
@@ -312,12 +397,85 @@ fn base64_cores(secret: &[u8]) -> Vec<String> {
     out
 }
 
+/// A secret and the base64 cores of it: every form it is registered in.
+fn forms(secret: &str) -> Vec<String> {
+    let mut v = vec![secret.to_string()];
+    v.extend(base64_cores(secret.as_bytes()));
+    v
+}
+
+/// What the logs mask: secrets for the process's life, and obtained tokens while a call
+/// uses them or they are good.
+#[derive(Default)]
+struct LogSecrets {
+    permanent: Redactor,
+    expiring: Redactor,
+    /// Each expiring form: until when it is good, and how many running calls hold it.
+    held: HashMap<String, (Instant, usize)>,
+    /// Whether some expiring form may be forgotten now or soon: the earliest expiry.
+    next_expiry: Option<Instant>,
+}
+
+impl LogSecrets {
+    fn register(&mut self, form: &str) {
+        self.permanent.insert(form);
+    }
+
+    /// One more call holds `form`, good until `until`.
+    fn hold(&mut self, form: &str, until: Instant) {
+        let entry = self.held.entry(form.to_string()).or_insert((until, 0));
+        entry.0 = entry.0.max(until);
+        entry.1 += 1;
+        self.expiring.insert(form);
+        self.next_expiry = Some(self.next_expiry.map_or(until, |t| t.min(until)));
+        let now = Instant::now();
+        if self.next_expiry.is_some_and(|t| t <= now) {
+            self.prune(now);
+        }
+    }
+
+    /// A call that held `form` ended.
+    fn release(&mut self, form: &str) {
+        if let Some(e) = self.held.get_mut(form) {
+            e.1 = e.1.saturating_sub(1);
+        }
+    }
+
+    /// Forgets every expiring form no call holds and whose time has passed.
+    fn prune(&mut self, now: Instant) {
+        let before = self.held.len();
+        self.held
+            .retain(|_, (until, holders)| *holders > 0 || *until > now);
+        if self.held.len() != before {
+            let held = &self.held;
+            self.expiring
+                .forget(|chars| !held.contains_key(&chars.iter().collect::<String>()));
+        }
+        self.next_expiry = self.held.values().map(|(t, _)| *t).min();
+    }
+
+    fn knows(&self, form: &str) -> bool {
+        self.permanent.knows(form)
+    }
+}
+
 /// Every secret any [`Redactor`] of this process has learnt, for the logs.
-static PROCESS_SECRETS: RwLock<Option<Redactor>> = RwLock::new(None);
+static LOG_SECRETS: std::sync::LazyLock<RwLock<LogSecrets>> =
+    std::sync::LazyLock::new(|| RwLock::new(LogSecrets::default()));
 
 fn register_for_logs(form: &str) {
-    let mut guard = PROCESS_SECRETS.write().unwrap_or_else(|e| e.into_inner());
-    guard.get_or_insert_with(Redactor::default).insert(form);
+    // A secret sent with every call is known after the first: a shared lock tells.
+    if LOG_SECRETS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .knows(form)
+    {
+        return;
+    }
+    LOG_SECRETS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .register(form);
 }
 
 /// Registers a secret that is not read through a [`Redactor`] (user info of a base URL)
@@ -327,13 +485,22 @@ pub fn register_secret_for_logs(secret: &str) {
     r.add(secret);
 }
 
+/// How many forms the logs mask now: those of the process's secrets, and those of the
+/// obtained tokens not yet expired (tests and diagnostics: it must not grow with time).
+pub fn log_secret_count() -> usize {
+    let mut s = LOG_SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    s.prune(Instant::now());
+    s.permanent.len() + s.expiring.len()
+}
+
 /// `text` with every secret this process knows masked.
 pub fn redact_for_logs(text: &str) -> String {
-    let guard = PROCESS_SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    match guard.as_ref() {
-        Some(r) => r.redact(text),
-        None => text.to_string(),
+    let s = LOG_SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    if s.permanent.is_empty() && s.expiring.is_empty() {
+        return text.to_string();
     }
+    let once = s.permanent.redact(text);
+    s.expiring.redact(&once)
 }
 
 /// A `tracing` writer to stderr that masks every known secret in each log line.
@@ -439,6 +606,49 @@ mod tests {
         assert_eq!(r.redact_cut("x sekrit\\/12"), "x [REDACTED]");
         assert_eq!(r.redact_cut("x %73ekr"), "x [REDACTED]");
         assert_eq!(r.redact_cut("x sek"), "x sek");
+    }
+
+    #[test]
+    fn obtained_tokens_leave_the_logs_when_their_call_ends_and_they_expire() {
+        let soon = Instant::now() + std::time::Duration::from_millis(50);
+        let mut r = Redactor::default();
+        r.add_until("expiring-t0ken-0001", soon);
+        assert_eq!(redact_for_logs("t: expiring-t0ken-0001"), "t: [REDACTED]");
+        assert_eq!(
+            r.redact("expiring-t0ken-0001"),
+            "[REDACTED]",
+            "the call masks it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let mut other = Redactor::default();
+        other.add_until(
+            "another-t0ken-0002",
+            Instant::now() + std::time::Duration::from_secs(60),
+        );
+        assert_eq!(
+            redact_for_logs("t: expiring-t0ken-0001"),
+            "t: [REDACTED]",
+            "still masked while its call runs"
+        );
+        drop(r);
+        assert_eq!(
+            redact_for_logs("t: expiring-t0ken-0001"),
+            "t: expiring-t0ken-0001",
+            "forgotten once its call ended and it expired"
+        );
+        drop(other);
+        assert_eq!(
+            redact_for_logs("another-t0ken-0002"),
+            "[REDACTED]",
+            "a token still good stays masked"
+        );
+    }
+
+    #[test]
+    fn a_secret_inside_another_is_masked_whole() {
+        let r = r(&["abcd1234", "xxabcd1234yy"]);
+        assert_eq!(r.redact("-xxabcd1234yy-"), "-[REDACTED]-");
+        assert_eq!(r.redact("-abcd1234-"), "-[REDACTED]-");
     }
 
     #[test]

@@ -120,6 +120,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             text,
             structured: None,
             status: code,
+            refusal: None,
         };
     }
     if !status.is_success() {
@@ -140,6 +141,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             text,
             structured: None,
             status: code,
+            refusal: None,
         };
     }
     if body.bytes.is_empty() {
@@ -149,6 +151,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             text,
             structured: None,
             status: code,
+            refusal: None,
         };
     }
     let Some(raw) = text_of(&body.bytes, &ct, body.truncated) else {
@@ -162,6 +165,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             text,
             structured: None,
             status: code,
+            refusal: None,
         };
     };
     let raw = if body.truncated {
@@ -183,6 +187,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             text,
             structured: None,
             status: code,
+            refusal: None,
         };
     }
     let looks_json =
@@ -200,6 +205,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
                 text,
                 structured: Some(structured),
                 status: code,
+                refusal: None,
             };
         }
     }
@@ -208,6 +214,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
         text: raw,
         structured: None,
         status: code,
+        refusal: None,
     }
 }
 

@@ -38,6 +38,7 @@ mod tests {
             text: "{\"id\":1}".into(),
             structured: Some(json!({"id": 1})),
             status: Some(200),
+            refusal: None,
         });
         assert_eq!(r.is_error, Some(false));
         assert_eq!(r.structured_content, Some(json!({"id": 1})));

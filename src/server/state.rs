@@ -59,12 +59,19 @@ pub struct Caller {
     /// The verified person (`None`: stdio, a server without `[auth]`), for the audit log
     /// and for APIs called with each person's own token.
     pub person: Option<crate::credentials::Person>,
+    /// The OAuth client the person's access token was issued to, for the audit log.
+    pub client_id: Option<String>,
 }
 
 impl Caller {
     /// The person's `sub`, or `-` without a verified person (as the audit log writes it).
     pub fn sub(&self) -> &str {
         self.person.as_ref().map_or("-", |p| p.sub.as_str())
+    }
+
+    /// An audit record of `event` by this caller about `api`.
+    pub fn audit(&self, event: crate::store::Event, api: &str) -> crate::store::AuditEntry {
+        crate::store::AuditEntry::event(event, self.sub(), self.client_id.as_deref(), api)
     }
 }
 
@@ -240,7 +247,8 @@ impl ServerState {
                 }
             }
             Exposure::Catalog => {
-                let page = served.catalog_page(cursor, self.options.page_size, sight)?;
+                let page =
+                    served.catalog_page(cursor, self.options.page_size, |a| sight.sees(a))?;
                 tools.extend(page.tools);
                 next = page.next;
             }
@@ -433,7 +441,7 @@ impl ServerState {
         };
         let served = self.served();
         let Some((pos, ep)) = served.lookup(&name).filter(|(_, ep)| sight.sees(&ep.api)) else {
-            return error_result(served.unknown_tool_for(&name, sight));
+            return error_result(sight.unknown_tool(&served, &name));
         };
         let exposed = match caller.exposure {
             Exposure::Dynamic => self.clients.exposed(&caller.key).contains(&pos),
@@ -445,14 +453,17 @@ impl ServerState {
 
     /// Calls the endpoint `name` for `key`: the one code path behind both a direct call of
     /// an exposed tool and `call_tool(name, arguments)`, so the two cannot behave
-    /// differently. `None` when no endpoint has that name.
-    /// Each call is recorded in the audit log, when the server keeps one.
+    /// differently. `None` when no endpoint has that name (or none the caller sees).
+    /// Each call is recorded in the audit log when the server keeps one: after it is made
+    /// by default, before it is made (and not made without the record) under
+    /// `audit = "required"`.
     pub async fn call_endpoint(
         &self,
         caller: &Caller,
         name: &str,
         arguments: &JsonObject,
     ) -> Option<CallResult> {
+        use crate::store::Event;
         let served = self.served();
         let (pos, ep) = served
             .lookup(name)
@@ -461,41 +472,66 @@ impl ServerState {
             self.clients.touch(&caller.key, pos);
         }
         let api_cfg = served.api_config(&ep.api);
-        let started = crate::store::now_ms();
+        let store = self.store.get();
+        let mut entry = caller.audit(Event::Call, &ep.api).on(&ep.tool_name);
+        let required = served
+            .catalog()
+            .config
+            .auth
+            .as_ref()
+            .is_some_and(|a| a.audit == crate::catalog::config::AuditMode::Required);
+        let recorded = if required {
+            match super::audit::begin(store, entry.clone()).await {
+                Ok(id) => Some(id),
+                Err(refusal) => return Some(CallResult::Done(error_result(refusal))),
+            }
+        } else {
+            None
+        };
         let clock = std::time::Instant::now();
         let who = crate::invoke::CallFor {
             person: caller.person.as_ref(),
-            store: self.store.get(),
+            store,
+            client_id: caller.client_id.as_deref(),
         };
         let outcome = match self.invoker.call_for(ep, api_cfg, arguments, who).await {
             crate::invoke::Called::Done(o) => o,
             crate::invoke::Called::Consent { api, link, state } => {
                 tracing::info!(api = %api, sub = caller.sub(), "consent asked for");
+                let asked = caller.audit(Event::ConsentAsked, &api).on(&ep.tool_name);
+                if let Some(id) = recorded {
+                    super::audit::finish(store, id, 0, 0, None).await;
+                }
+                super::audit::record(store, asked).await;
                 return Some(CallResult::Consent { api, link, state });
             }
         };
         tracing::debug!(tool = name, status = ?outcome.status, is_error = outcome.is_error, "tool called");
-        if let Some(store) = self.store.get() {
-            let entry = crate::store::AuditEntry {
-                at_ms: started,
-                sub: caller.sub().to_string(),
-                api: ep.api.clone(),
-                endpoint: ep.tool_name.clone(),
-                status: outcome.status.unwrap_or(0),
-                latency_ms: u32::try_from(clock.elapsed().as_millis()).unwrap_or(u32::MAX),
-            };
-            // The call's result stands whatever the log does: a store that is away is
-            // reported, never the client's failure.
-            let wait = std::time::Duration::from_secs(2);
-            match tokio::time::timeout(wait, store.record_call(&entry)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::error!(error = %e, api = %entry.api, endpoint = %entry.endpoint, "audit: the call could not be recorded");
-                }
-                Err(_) => {
-                    tracing::error!(api = %entry.api, endpoint = %entry.endpoint, "audit: the state store did not answer within 2 s; the call is not recorded");
-                }
+        let status = outcome.status.unwrap_or(0);
+        let latency = u32::try_from(clock.elapsed().as_millis()).unwrap_or(u32::MAX);
+        if let Some(id) = recorded {
+            super::audit::finish(store, id, status, latency, None).await;
+        }
+        match outcome.refusal {
+            // Never sent: the record says why, in a fixed word (not the arguments).
+            Some(why) => {
+                let event = if why == "token" {
+                    Event::TokenFailed
+                } else {
+                    Event::Refused
+                };
+                let refused = caller
+                    .audit(event, &ep.api)
+                    .on(&ep.tool_name)
+                    .with_detail(serde_json::json!({ "reason": why }));
+                super::audit::record(store, refused).await;
             }
+            None if recorded.is_none() => {
+                entry.status = status;
+                entry.latency_ms = latency;
+                super::audit::record(store, entry).await;
+            }
+            None => {}
         }
         Some(CallResult::Done(outcome::to_result(outcome)))
     }
@@ -507,7 +543,7 @@ impl ServerState {
 
     /// The message for a name no endpoint has (or none the caller sees).
     pub fn unknown_tool(&self, name: &str, sight: &Sight) -> String {
-        self.served().unknown_tool_for(name, sight)
+        sight.unknown_tool(&self.served(), name)
     }
 }
 
