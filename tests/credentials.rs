@@ -37,8 +37,12 @@ async fn token_exchange_on_behalf_of_each_person() {
         idp.token("bob", "mcp", None).await,
     );
     let later = now() + 600;
-    let alice = tx.token_for("alice", &alice_mcp, later).await.unwrap();
-    let bob = tx.token_for("bob", &bob_mcp, later).await.unwrap();
+    let alice = tx
+        .token_for("alice", &alice_mcp, later)
+        .await
+        .unwrap()
+        .value;
+    let bob = tx.token_for("bob", &bob_mcp, later).await.unwrap().value;
     assert_ne!(alice, bob);
     assert_eq!(
         api.verify(&alice).await.unwrap().sub,
@@ -51,22 +55,38 @@ async fn token_exchange_on_behalf_of_each_person() {
         "the API sees bob"
     );
     assert_eq!(
-        tx.token_for("alice", &alice_mcp, later).await.unwrap(),
+        tx.token_for("alice", &alice_mcp, later)
+            .await
+            .unwrap()
+            .value,
         alice,
         "cached per person"
     );
-    assert_eq!(tx.token_for("bob", &bob_mcp, later).await.unwrap(), bob);
+    assert_eq!(
+        tx.token_for("bob", &bob_mcp, later).await.unwrap().value,
+        bob
+    );
     tx.invalidate("alice").await;
     assert_ne!(
-        tx.token_for("alice", &alice_mcp, later).await.unwrap(),
+        tx.token_for("alice", &alice_mcp, later)
+            .await
+            .unwrap()
+            .value,
         alice
     );
 
     // Never kept beyond the subject token's own expiry.
     let carol_mcp = idp.token("carol", "mcp", None).await;
-    let c1 = tx.token_for("carol", &carol_mcp, now() + 10).await.unwrap();
+    let c1 = tx
+        .token_for("carol", &carol_mcp, now() + 10)
+        .await
+        .unwrap()
+        .value;
     assert_ne!(
-        tx.token_for("carol", &carol_mcp, now() + 10).await.unwrap(),
+        tx.token_for("carol", &carol_mcp, now() + 10)
+            .await
+            .unwrap()
+            .value,
         c1
     );
 
@@ -92,18 +112,18 @@ async fn client_credentials_from_a_real_provider() {
     );
 
     // The token is the API's: a resource server with that audience accepts it as carol's.
-    let t1 = cc.token().await.unwrap();
+    let t1 = cc.token().await.unwrap().value;
     let api = idp.api_verifier(API, &["mcp"]);
     assert_eq!(api.verify(&t1).await.unwrap().sub, "carol");
 
     // Reused (the provider mints a new jti per grant, so equal means cached), shared by
     // concurrent callers, fetched again once invalidated.
-    assert_eq!(cc.token().await.unwrap(), t1);
+    assert_eq!(cc.token().await.unwrap().value, t1);
     cc.invalidate().await;
     let calls: Vec<_> = (0..8)
         .map(|_| {
             let cc = Arc::clone(&cc);
-            tokio::spawn(async move { cc.token().await.unwrap() })
+            tokio::spawn(async move { cc.token().await.unwrap().value })
         })
         .collect();
     let mut got = Vec::new();

@@ -247,12 +247,30 @@ pub fn load_state(
         stats.embedded,
         stats.reused,
     );
-    let audience = catalog_args.config()?.auth.map(|a| a.audience);
+    let auth = catalog_args.config()?.auth;
     let invoker = Invoker::new()
         .context("cannot create the HTTP client")?
-        .with_audience(audience.as_deref());
+        .with_server(server_side(auth.as_ref())?);
     let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
     Ok((state, digest))
+}
+
+/// What the credential broker needs to know of the server: its public URL (consent pages,
+/// the OAuth callback), whether it signs browsers in, and its issuer (whose token endpoint
+/// alone receives people's access tokens).
+fn server_side(
+    auth: Option<&shortlist::catalog::config::ResourceServerConfig>,
+) -> anyhow::Result<shortlist::credentials::ServerSide> {
+    let Some(auth) = auth else {
+        return Ok(shortlist::credentials::ServerSide::default());
+    };
+    Ok(shortlist::credentials::ServerSide {
+        public_url: shortlist::server::browser::PublicUrl::of(auth).map(|p| p.origin),
+        signin: auth.signin.is_some(),
+        issuer: Some(Arc::new(shortlist::auth::discovery::Discovery::new(
+            &auth.issuer,
+        )?)),
+    })
 }
 
 /// HTTP options from the command line; the token is read from its variable here and

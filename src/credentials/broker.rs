@@ -7,17 +7,33 @@
 //! catalog reload that leaves the API's credentials alone, and a changed config starts
 //! afresh. Every failure is a readable sentence naming the API and what to do; none
 //! carries a secret.
+//!
+//! Boundaries it holds:
+//! - A person's MCP access token goes only to the `[auth]` issuer's own token endpoint
+//!   (from its discovery document), unless an API's entry says `trust_token_url`.
+//! - A consent link is a page of this server, not the authorization server's: the page
+//!   signs the browser in first, so the link does nothing for anyone but its person.
+//! - A rotating refresh token is refreshed once across replicas (a lock in the store);
+//!   the others wait for the result instead of spending the old token.
+//! - A token issued at a code redemption that cannot be stored is revoked.
 
 use super::authorization_code::{AuthorizationCode, AuthorizationCodeSettings};
 use super::token_endpoint::{Granted, EXPIRY_MARGIN};
-use super::{ClientCredentials, TokenExchange};
+use super::{ClientCredentials, Obtained, TokenExchange};
+use crate::auth::discovery::Discovery;
 use crate::catalog::AuthConfig;
-use crate::store::{PendingConsent, Store, UpstreamToken};
+use crate::store::{ConsentLimits, PendingConsent, Store, StoreError, UpstreamToken};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// How long a consent link stays good.
 pub const CONSENT_TTL_SECS: i64 = 600;
+
+/// How long one replica may hold a person's refresh before others take over.
+const REFRESH_LOCK: Duration = Duration::from_secs(15);
+/// How long a call waits for another replica's refresh of the same token.
+const REFRESH_WAIT: Duration = Duration::from_secs(10);
 
 /// Looks up an environment variable (the client secrets).
 pub type SecretLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
@@ -46,9 +62,9 @@ impl std::fmt::Debug for Person {
 /// What a call gets from the broker.
 pub enum Grant {
     /// A bearer token for the upstream request.
-    Token(String),
-    /// The person has to consent first, by opening `link`; `state` names the pending
-    /// consent.
+    Token(Obtained),
+    /// The person has to consent first, by opening `link` (a page of this server);
+    /// `state` names the pending consent.
     Consent { link: String, state: String },
 }
 
@@ -67,43 +83,81 @@ enum Client {
     Consent(AuthorizationCode),
 }
 
+/// Where the server is and what it offers browsers, for the credential kinds that need
+/// it.
+#[derive(Debug, Clone, Default)]
+pub struct ServerSide {
+    /// The server's public origin (`https://shortlist.example.com`): consent pages and
+    /// the OAuth callback live under it.
+    pub public_url: Option<String>,
+    /// Whether the server signs browsers in at the issuer before a consent goes on
+    /// (`[auth] signin`): without it, no consent link is handed out.
+    pub signin: bool,
+    /// The `[auth]` issuer's metadata: its token endpoint is where people's MCP tokens
+    /// may go.
+    pub issuer: Option<Arc<Discovery>>,
+}
+
+/// A consent completed: whose, for which API, asked by which client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    pub sub: String,
+    pub api: String,
+    pub client_id: Option<String>,
+}
+
+/// Why a consent did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incomplete {
+    /// Nothing was issued (or what was is gone): the reason, for the person.
+    Refused(String),
+    /// A token was issued but could not be stored: it was revoked (`revoked`), or could
+    /// not be (no revocation endpoint, or it failed), which the audit log must hold.
+    NotStored {
+        sub: String,
+        api: String,
+        revoked: bool,
+        why: String,
+    },
+}
+
 /// Upstream tokens obtained at run time; see the module documentation.
 pub struct Broker {
     secrets: Arc<SecretLookup>,
-    /// The redirect URI of authorization code APIs that name none: `/oauth/callback` next
-    /// to the server's `[auth]` audience.
-    default_redirect: Option<String>,
+    server: ServerSide,
     clients: Mutex<HashMap<String, Arc<Client>>>,
 }
 
 impl std::fmt::Debug for Broker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Broker")
-            .field("default_redirect", &self.default_redirect)
+            .field("server", &self.server)
             .finish_non_exhaustive()
     }
 }
 
 impl Broker {
-    /// A broker reading client secrets through `secrets`. `audience` is the `[auth]`
-    /// audience (the server's `/mcp` URL), which places the OAuth callback.
-    pub fn new(secrets: Arc<SecretLookup>, audience: Option<&str>) -> Broker {
+    /// A broker reading client secrets through `secrets`, for a server placed as `server`
+    /// says.
+    pub fn new(secrets: Arc<SecretLookup>, server: ServerSide) -> Broker {
         Broker {
             secrets,
-            default_redirect: audience.and_then(callback_url),
+            server,
             clients: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The token for a call to `api` by `person` (`None`: no verified person).
+    /// The token for a call to `api` by `person` (`None`: no verified person), asked
+    /// through the OAuth client `client_id`.
     pub async fn grant(
         &self,
         api: &str,
         auth: &AuthConfig,
         person: Option<&Person>,
+        client_id: Option<&str>,
         store: Option<&Store>,
     ) -> Result<Grant, String> {
-        match &*self.client(api, auth)? {
+        match &*self.client(api, auth).await? {
             Client::Machine(cc) => cc
                 .token()
                 .await
@@ -119,7 +173,7 @@ impl Broker {
             Client::Consent(ac) => {
                 let p = need_person(api, person)?;
                 let store = need_store(api, store)?;
-                consented(api, ac, &p.sub, store).await
+                self.consented(api, ac, &p.sub, client_id, store).await
             }
         }
     }
@@ -133,7 +187,7 @@ impl Broker {
         person: Option<&Person>,
         store: Option<&Store>,
     ) {
-        let Ok(client) = self.client(api, auth) else {
+        let Ok(client) = self.client(api, auth).await else {
             return;
         };
         match &*client {
@@ -149,65 +203,129 @@ impl Broker {
                 };
                 // Refreshed if it can be, else forgotten (the next call asks for consent).
                 if let Ok(Some(t)) = store.token(&p.sub, api).await {
-                    let renewed = match &t.refresh_token {
-                        Some(rt) => refreshed(ac, rt).await,
-                        None => None,
-                    };
-                    let outcome = match renewed {
-                        Some(nt) => store.put_token(&p.sub, api, &nt).await,
-                        None => store.delete_token(&p.sub, api).await.map(|_| ()),
-                    };
-                    if let Err(e) = outcome {
-                        tracing::error!(api, error = %e, "a refused token could not be replaced");
+                    if refresh_once(ac, &p.sub, api, &t, store).await.is_none() {
+                        if let Err(e) = store.delete_token(&p.sub, api).await {
+                            tracing::error!(api, error = %e, "a refused token could not be forgotten");
+                        }
                     }
                 }
             }
         }
     }
 
+    /// The page a person opens to consent: where `link`s point.
+    pub fn consent_page(&self, state: &str) -> Option<String> {
+        let base = self.server.public_url.as_deref()?;
+        let mut url = url::Url::parse(base).ok()?.join("/oauth/consent").ok()?;
+        url.query_pairs_mut().append_pair("state", state);
+        Some(url.into())
+    }
+
+    /// The authorization server's own consent URL for the pending consent `state`, once
+    /// the person who opened its page is known to be the one it was made for.
+    pub async fn authorization_url(
+        &self,
+        auth_of: impl Fn(&str) -> Option<AuthConfig>,
+        pending: &PendingConsent,
+    ) -> Result<String, String> {
+        let api = &pending.api;
+        let auth =
+            auth_of(api).ok_or_else(|| format!("API '{api}' is no longer in the catalog"))?;
+        let Client::Consent(ac) = &*self.client(api, &auth).await? else {
+            return Err(format!(
+                "API '{api}' no longer asks each person for consent (its config changed)"
+            ));
+        };
+        Ok(ac.consent_link(&pending.state, &pending.pkce_verifier))
+    }
+
     /// Finishes the consent named `state` with the `code` the authorization server sent
-    /// back; the person and API it was for.
+    /// back, for the browser of `signed_in` (the person the consent page signed in); `iss`
+    /// is the `iss` the redirect carried (RFC 9207), required where the API's entry names
+    /// its authorization server's issuer.
     pub async fn complete(
         &self,
         auth_of: impl Fn(&str) -> Option<AuthConfig>,
         state: &str,
         code: &str,
+        iss: Option<&str>,
+        signed_in: &str,
         store: &Store,
-    ) -> Result<(String, String), String> {
+    ) -> Result<Completed, Incomplete> {
+        let refused = |s: String| Incomplete::Refused(s);
         let pending = store
             .consent(state)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| refused(e.to_string()))?
             .ok_or_else(|| {
-                "this consent link has expired or was already used; call the tool again for a new one"
-                    .to_string()
+                refused(
+                    "this consent link has expired or was already used; call the tool again for a new one"
+                        .into(),
+                )
             })?;
-        let api = pending.api.clone();
-        let auth =
-            auth_of(&api).ok_or_else(|| format!("API '{api}' is no longer in the catalog"))?;
-        let Client::Consent(ac) = &*self.client(&api, &auth)? else {
-            return Err(format!(
-                "API '{api}' no longer asks each person for consent (its config changed)"
+        if pending.sub != signed_in {
+            return Err(refused(
+                "this consent was started for another person; nothing was stored".into(),
             ));
+        }
+        let api = pending.api.clone();
+        let auth = auth_of(&api)
+            .ok_or_else(|| refused(format!("API '{api}' is no longer in the catalog")))?;
+        if let AuthConfig::AuthorizationCode {
+            issuer: Some(expected),
+            ..
+        } = &auth
+        {
+            match iss {
+                Some(i) if i.trim_end_matches('/') == expected.trim_end_matches('/') => {}
+                Some(_) => {
+                    return Err(refused(format!(
+                        "the answer came from another authorization server than API '{api}''s (iss); nothing was stored"
+                    )))
+                }
+                None => {
+                    return Err(refused(format!(
+                        "the answer does not name its authorization server (iss), which API '{api}' requires; nothing was stored"
+                    )))
+                }
+            }
+        }
+        let client = self.client(&api, &auth).await.map_err(refused)?;
+        let Client::Consent(ac) = &*client else {
+            return Err(refused(format!(
+                "API '{api}' no longer asks each person for consent (its config changed)"
+            )));
         };
         let granted = ac.redeem(code, &pending.pkce_verifier).await.map_err(|e| {
-            format!("the authorization server did not grant access to API '{api}': {e}")
+            refused(format!(
+                "the authorization server did not grant access to API '{api}': {e}"
+            ))
         })?;
         let token = upstream_token(granted, None);
-        if !store
-            .complete_consent(state, &token)
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            return Err(
-                "this consent link was used meanwhile; call the tool again if it still asks".into(),
-            );
-        }
-        Ok((pending.sub, api))
+        let why = match store.complete_consent(state, &token).await {
+            Ok(true) => {
+                return Ok(Completed {
+                    sub: pending.sub,
+                    api,
+                    client_id: pending.client_id,
+                })
+            }
+            Ok(false) => "this consent link was used meanwhile".to_string(),
+            Err(e) => e.to_string(),
+        };
+        // Issued and not kept: a token nobody holds must not stay valid upstream.
+        let revoked = revoke(ac, &token, &api).await;
+        Err(Incomplete::NotStored {
+            sub: pending.sub,
+            api,
+            revoked,
+            why,
+        })
     }
 
     /// Forgets `sub`'s token for `api`, revoking it at the authorization server when the
-    /// config names a revocation endpoint. Whether there was one.
+    /// config names a revocation endpoint. Whether there was one. A stored token that no
+    /// longer opens is deleted all the same (there is nothing to revoke with it).
     pub async fn disconnect(
         &self,
         api: &str,
@@ -215,18 +333,19 @@ impl Broker {
         sub: &str,
         store: &Store,
     ) -> Result<bool, String> {
-        let token = store.token(sub, api).await.map_err(|e| e.to_string())?;
+        let token = match store.token(sub, api).await {
+            Ok(t) => t,
+            Err(StoreError::Key(e)) => {
+                tracing::warn!(api, error = %e, "a stored token cannot be opened to revoke it; it is deleted");
+                None
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         if let (Some(t), Some(auth)) = (&token, auth) {
-            if let Ok(client) = self.client(api, auth) {
+            if let Ok(client) = self.client(api, auth).await {
                 if let Client::Consent(ac) = &*client {
-                    let (value, hint) = match &t.refresh_token {
-                        Some(rt) => (rt.as_str(), "refresh_token"),
-                        None => (t.access_token.as_str(), "access_token"),
-                    };
-                    if let Err(e) = ac.revoke(value, hint).await {
-                        // Forgotten here whatever the server says: the person asked.
-                        tracing::warn!(api, error = %e, "the authorization server did not confirm the revocation");
-                    }
+                    // Forgotten here whatever the server says: the person asked.
+                    revoke(ac, t, api).await;
                 }
             }
         }
@@ -236,19 +355,125 @@ impl Broker {
             .map_err(|e| e.to_string())
     }
 
-    /// The client of `api` for this credential config, made on first use.
-    fn client(&self, api: &str, auth: &AuthConfig) -> Result<Arc<Client>, String> {
-        let key = format!("{api}\0{auth:?}");
-        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = clients.get(&key) {
-            return Ok(Arc::clone(c));
+    /// The person's stored token (refreshed when it is about to expire), or a consent link.
+    async fn consented(
+        &self,
+        api: &str,
+        ac: &AuthorizationCode,
+        sub: &str,
+        client_id: Option<&str>,
+        store: &Store,
+    ) -> Result<Grant, String> {
+        let now = crate::store::now();
+        if let Some(t) = store.token(sub, api).await.map_err(|e| e.to_string())? {
+            if fresh(&t) {
+                return Ok(Grant::Token(obtained(&t)));
+            }
+            if let Some(nt) = refresh_once(ac, sub, api, &t, store).await {
+                return Ok(Grant::Token(obtained(&nt)));
+            }
+            // Expired and not renewable: the person consents again.
+            store
+                .delete_token(sub, api)
+                .await
+                .map_err(|e| e.to_string())?;
         }
-        let client = Arc::new(self.make(api, auth)?);
-        clients.insert(key, Arc::clone(&client));
-        Ok(client)
+        if !self.server.signin {
+            return Err(format!(
+                "API '{api}' asks each person for consent, and this server hands out no consent link until it can check who opens it: add `signin` (an OpenID client of the issuer) to the [auth] table"
+            ));
+        }
+        let challenge = AuthorizationCode::challenge().map_err(|e| e.to_string())?;
+        let link = self.consent_page(&challenge.state).ok_or_else(|| {
+            format!("API '{api}' asks each person for consent, which needs the server's public address: add an [auth] table (its audience or public_url)")
+        })?;
+        store
+            .put_consent(
+                &PendingConsent {
+                    state: challenge.state.clone(),
+                    sub: sub.into(),
+                    api: api.into(),
+                    pkce_verifier: challenge.verifier.clone(),
+                    created_at: now,
+                    expires_at: now + CONSENT_TTL_SECS,
+                    client_id: client_id.map(str::to_string),
+                },
+                ConsentLimits::default(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Grant::Consent {
+            link,
+            state: challenge.state,
+        })
     }
 
-    fn make(&self, api: &str, auth: &AuthConfig) -> Result<Client, String> {
+    /// The client of `api` for this credential config, made on first use.
+    async fn client(&self, api: &str, auth: &AuthConfig) -> Result<Arc<Client>, String> {
+        let key = format!("{api}\0{auth:?}");
+        if let Some(c) = self
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(Arc::clone(c));
+        }
+        let exchange_url = match auth {
+            AuthConfig::TokenExchange {
+                token_url,
+                trust_token_url,
+                ..
+            } => Some(
+                self.exchange_url(api, token_url.as_deref(), *trust_token_url)
+                    .await?,
+            ),
+            _ => None,
+        };
+        let client = Arc::new(self.make(api, auth, exchange_url.as_deref())?);
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(Arc::clone(clients.entry(key).or_insert(client)))
+    }
+
+    /// Where a token exchange for `api` is posted: the `[auth]` issuer's token endpoint,
+    /// and `token_url` only when it is that endpoint or the entry trusts it.
+    async fn exchange_url(
+        &self,
+        api: &str,
+        token_url: Option<&str>,
+        trusted: bool,
+    ) -> Result<String, String> {
+        if let (Some(u), true) = (token_url, trusted) {
+            return Ok(u.to_string());
+        }
+        let Some(issuer) = &self.server.issuer else {
+            return Err(format!(
+                "API '{api}' exchanges each person's access token, which needs the [auth] table (its issuer's token endpoint is where that token may go)"
+            ));
+        };
+        let meta = issuer.metadata().await.map_err(|e| {
+            format!("cannot get your token for API '{api}': the issuer's discovery document: {e}")
+        })?;
+        let Some(endpoint) = meta.token_endpoint else {
+            return Err(format!(
+                "API '{api}': the issuer's discovery document names no token_endpoint; set token_url and trust_token_url = true"
+            ));
+        };
+        match token_url {
+            None => Ok(endpoint),
+            Some(u) if same_url(u, &endpoint) => Ok(endpoint),
+            Some(u) => Err(format!(
+                "API '{api}': token_url {u} is not the [auth] issuer's token endpoint ({endpoint}); a person's access token is sent only there (set trust_token_url = true in the API's auth to send it to {u})"
+            )),
+        }
+    }
+
+    fn make(
+        &self,
+        api: &str,
+        auth: &AuthConfig,
+        exchange_url: Option<&str>,
+    ) -> Result<Client, String> {
         let secret = |var: &str| -> Result<String, String> {
             match (self.secrets)(var) {
                 Some(v) if !v.is_empty() => Ok(v),
@@ -273,13 +498,13 @@ impl Broker {
             )
             .map(Client::Machine),
             AuthConfig::TokenExchange {
-                token_url,
                 client_id,
                 client_secret_env,
                 audience,
                 scope,
+                ..
             } => TokenExchange::new(
-                token_url,
+                exchange_url.unwrap_or_default(),
                 client_id,
                 &secret(client_secret_env)?,
                 audience,
@@ -295,6 +520,7 @@ impl Broker {
                 resource,
                 revocation_url,
                 redirect_uri,
+                ..
             } => {
                 let client_secret = match client_secret_env {
                     Some(var) => secret(var)?,
@@ -302,10 +528,10 @@ impl Broker {
                 };
                 let redirect_uri = redirect_uri
                     .clone()
-                    .or_else(|| self.default_redirect.clone())
+                    .or_else(|| self.server.public_url.as_deref().and_then(callback_url))
                     .ok_or_else(|| {
                         format!(
-                            "API '{api}' asks each person for consent, which needs the server's address for the redirect: add an [auth] table (its audience places /oauth/callback) or `redirect_uri` to the API's auth"
+                            "API '{api}' asks each person for consent, which needs the server's address for the redirect: add an [auth] table (its audience or public_url places /oauth/callback) or `redirect_uri` to the API's auth"
                         )
                     })?;
                 AuthorizationCode::new(AuthorizationCodeSettings {
@@ -330,10 +556,24 @@ impl Broker {
     }
 }
 
-/// The OAuth callback next to `audience` (the server's `/mcp` URL).
-pub fn callback_url(audience: &str) -> Option<String> {
-    let url = url::Url::parse(audience).ok()?;
+/// The OAuth callback of the server at `base` (its public URL or `/mcp` URL).
+pub fn callback_url(base: &str) -> Option<String> {
+    let url = url::Url::parse(base).ok()?;
     url.join("/oauth/callback").ok().map(String::from)
+}
+
+/// Whether two URLs name the same endpoint (a trailing slash aside).
+fn same_url(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => {
+            a.scheme() == b.scheme()
+                && a.host_str() == b.host_str()
+                && a.port_or_known_default() == b.port_or_known_default()
+                && a.path().trim_end_matches('/') == b.path().trim_end_matches('/')
+                && a.query() == b.query()
+        }
+        _ => false,
+    }
 }
 
 fn need_person<'a>(api: &str, person: Option<&'a Person>) -> Result<&'a Person, String> {
@@ -352,53 +592,99 @@ fn need_store<'a>(api: &str, store: Option<&'a Store>) -> Result<&'a Store, Stri
     })
 }
 
-/// The person's stored token (refreshed when it is about to expire), or a consent link.
-async fn consented(
-    api: &str,
+/// Whether a stored token may still be used.
+fn fresh(t: &UpstreamToken) -> bool {
+    let now = crate::store::now();
+    t.expires_at
+        .is_none_or(|at| at - now > EXPIRY_MARGIN.as_secs() as i64)
+}
+
+/// A stored token as a grant: good until its expiry (less the margin), or an hour when
+/// the server never said.
+fn obtained(t: &UpstreamToken) -> Obtained {
+    let left = t
+        .expires_at
+        .map(|at| (at - crate::store::now() - EXPIRY_MARGIN.as_secs() as i64).max(0) as u64)
+        .unwrap_or(3600);
+    Obtained {
+        value: t.access_token.clone(),
+        good_until: Instant::now() + Duration::from_secs(left),
+    }
+}
+
+/// Refreshes `sub`'s token for `api`, once across every replica sharing the store: the
+/// one holding the store's lock refreshes and stores, the others wait for the token it
+/// stored rather than spending the (possibly rotating) refresh token a second time.
+/// `None` when the token cannot be renewed (the person consents again).
+async fn refresh_once(
     ac: &AuthorizationCode,
     sub: &str,
+    api: &str,
+    seen: &UpstreamToken,
     store: &Store,
-) -> Result<Grant, String> {
-    let now = crate::store::now();
-    if let Some(t) = store.token(sub, api).await.map_err(|e| e.to_string())? {
-        let fresh = t
-            .expires_at
-            .is_none_or(|at| at - now > EXPIRY_MARGIN.as_secs() as i64);
-        if fresh {
-            return Ok(Grant::Token(t.access_token));
+) -> Option<UpstreamToken> {
+    seen.refresh_token.as_ref()?;
+    // Named by a digest: no person's name in the lock table, and no byte PostgreSQL's
+    // text refuses.
+    let lock = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(format!("refresh\0{sub}\0{api}"));
+        format!("refresh:{}", hex::encode(&d[..16]))
+    };
+    // Per attempt, so two calls of one replica also refresh once.
+    let holder = uuid::Uuid::new_v4().simple().to_string();
+    let deadline = Instant::now() + REFRESH_WAIT;
+    // Renewed by another holder of the lock meanwhile, and still usable: the margin that
+    // makes a token due for renewal does not apply to one renewed a moment ago.
+    let renewed_elsewhere = |c: &UpstreamToken| {
+        c.access_token != seen.access_token
+            && c.expires_at.is_none_or(|at| at > crate::store::now())
+    };
+    loop {
+        match store.try_lock(&lock, &holder, REFRESH_LOCK).await {
+            Ok(true) => {
+                // The token may have been renewed between our read and the lock.
+                let current = store.token(sub, api).await.ok().flatten();
+                let result = match current {
+                    Some(c) if renewed_elsewhere(&c) => Some(c),
+                    Some(c) => match &c.refresh_token {
+                        Some(rt) => match refreshed(ac, rt).await {
+                            Some(nt) => match store.put_token(sub, api, &nt).await {
+                                Ok(()) => Some(nt),
+                                Err(e) => {
+                                    tracing::error!(api, error = %e, "a refreshed token could not be stored");
+                                    Some(nt)
+                                }
+                            },
+                            None => None,
+                        },
+                        None => None,
+                    },
+                    None => None,
+                };
+                if let Err(e) = store.unlock(&lock, &holder).await {
+                    tracing::warn!(api, error = %e, "a refresh lock could not be given back; it expires by itself");
+                }
+                return result;
+            }
+            Ok(false) => {
+                if Instant::now() > deadline {
+                    tracing::warn!(api, "another replica's refresh took too long; the person will be asked to consent again");
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Ok(Some(c)) = store.token(sub, api).await {
+                    if renewed_elsewhere(&c) {
+                        return Some(c);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(api, error = %e, "the refresh lock cannot be taken");
+                return None;
+            }
         }
-        if let Some(nt) = match &t.refresh_token {
-            Some(rt) => refreshed(ac, rt).await,
-            None => None,
-        } {
-            store
-                .put_token(sub, api, &nt)
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok(Grant::Token(nt.access_token));
-        }
-        // Expired and not renewable: the person consents again.
-        store
-            .delete_token(sub, api)
-            .await
-            .map_err(|e| e.to_string())?;
     }
-    let challenge = AuthorizationCode::challenge().map_err(|e| e.to_string())?;
-    store
-        .put_consent(&PendingConsent {
-            state: challenge.state.clone(),
-            sub: sub.into(),
-            api: api.into(),
-            pkce_verifier: challenge.verifier.clone(),
-            created_at: now,
-            expires_at: now + CONSENT_TTL_SECS,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(Grant::Consent {
-        link: ac.consent_link(&challenge.state, &challenge.verifier),
-        state: challenge.state,
-    })
 }
 
 /// A refreshed token, keeping the old refresh token when the server sends no new one;
@@ -409,6 +695,22 @@ async fn refreshed(ac: &AuthorizationCode, refresh_token: &str) -> Option<Upstre
         Err(e) => {
             tracing::info!(error = %e, "a refresh token was refused; the person will be asked to consent again");
             None
+        }
+    }
+}
+
+/// Revokes `t` (its refresh token, which takes the access token with it, else the access
+/// token); whether the authorization server confirmed it.
+async fn revoke(ac: &AuthorizationCode, t: &UpstreamToken, api: &str) -> bool {
+    let (value, hint) = match &t.refresh_token {
+        Some(rt) => (rt.as_str(), "refresh_token"),
+        None => (t.access_token.as_str(), "access_token"),
+    };
+    match ac.revoke(value, hint).await {
+        Ok(asked) => asked,
+        Err(e) => {
+            tracing::warn!(api, error = %e, "the authorization server did not confirm the revocation");
+            false
         }
     }
 }
@@ -442,18 +744,22 @@ mod tests {
 
     #[tokio::test]
     async fn per_person_kinds_need_a_person_and_secrets_are_named() {
-        let broker = Broker::new(Arc::new(|_: &str| None), None);
+        let broker = Broker::new(Arc::new(|_: &str| None), ServerSide::default());
         let tx = AuthConfig::TokenExchange {
-            token_url: "http://127.0.0.1:9/token".into(),
+            token_url: Some("http://127.0.0.1:9/token".into()),
             client_id: "shortlist".into(),
             client_secret_env: "IDP_SECRET".into(),
             audience: "hr".into(),
             scope: None,
+            trust_token_url: true,
         };
-        let err = broker.grant("hr", &tx, None, None).await.unwrap_err();
+        let err = broker.grant("hr", &tx, None, None, None).await.unwrap_err();
         assert!(err.contains("IDP_SECRET is not set"), "{err}");
-        let broker = Broker::new(Arc::new(|_: &str| Some("s3cret".into())), None);
-        let err = broker.grant("hr", &tx, None, None).await.unwrap_err();
+        let broker = Broker::new(
+            Arc::new(|_: &str| Some("s3cret".into())),
+            ServerSide::default(),
+        );
+        let err = broker.grant("hr", &tx, None, None, None).await.unwrap_err();
         assert!(err.contains("needs a signed-in person"), "{err}");
         assert!(!err.contains("s3cret"), "{err}");
         let ac = AuthConfig::AuthorizationCode {
@@ -465,8 +771,55 @@ mod tests {
             resource: None,
             revocation_url: None,
             redirect_uri: None,
+            issuer: None,
         };
-        let err = broker.grant("notes", &ac, None, None).await.unwrap_err();
+        let err = broker
+            .grant("notes", &ac, None, None, None)
+            .await
+            .unwrap_err();
         assert!(err.contains("/oauth/callback"), "{err}");
+        // An exchange whose token_url is not trusted needs the issuer's own endpoint.
+        let untrusted = AuthConfig::TokenExchange {
+            token_url: Some("https://elsewhere.example/token".into()),
+            client_id: "shortlist".into(),
+            client_secret_env: "IDP_SECRET".into(),
+            audience: "hr".into(),
+            scope: None,
+            trust_token_url: false,
+        };
+        let alice = Person {
+            sub: "alice".into(),
+            subject_token: "mcp-token".into(),
+            expires_at: u64::MAX,
+        };
+        let err = broker
+            .grant("hr", &untrusted, Some(&alice), None, None)
+            .await
+            .unwrap_err();
+        assert!(err.contains("[auth]"), "{err}");
+    }
+
+    #[test]
+    fn only_the_same_endpoint_is_the_same_url() {
+        assert!(same_url(
+            "https://idp.example/token",
+            "https://idp.example/token/"
+        ));
+        assert!(same_url(
+            "https://idp.example:443/token",
+            "https://idp.example/token"
+        ));
+        assert!(!same_url(
+            "https://idp.example/token",
+            "https://idp.example.evil/token"
+        ));
+        assert!(!same_url(
+            "https://idp.example/token",
+            "http://idp.example/token"
+        ));
+        assert!(!same_url(
+            "https://idp.example/token",
+            "https://idp.example/token?x=1"
+        ));
     }
 }

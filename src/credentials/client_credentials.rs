@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::token_endpoint::{TokenEndpoint, EXPIRY_MARGIN};
-use super::CredentialError;
+use super::{CredentialError, Obtained};
 
 struct Cached {
     token: String,
@@ -47,17 +47,24 @@ impl ClientCredentials {
     }
 
     /// A valid access token: the cached one, or a fresh one.
-    pub async fn token(&self) -> Result<String, CredentialError> {
+    pub async fn token(&self) -> Result<Obtained, CredentialError> {
         let mut cached = self.cached.lock().await;
         if let Some(c) = cached.as_ref().filter(|c| Instant::now() < c.good_until) {
-            return Ok(c.token.clone());
+            return Ok(Obtained {
+                value: c.token.clone(),
+                good_until: c.good_until,
+            });
         }
         let (token, lifetime) = self.fetch().await?;
+        let good_until = Instant::now() + lifetime.saturating_sub(EXPIRY_MARGIN);
         *cached = Some(Cached {
             token: token.clone(),
-            good_until: Instant::now() + lifetime.saturating_sub(EXPIRY_MARGIN),
+            good_until,
         });
-        Ok(token)
+        Ok(Obtained {
+            value: token,
+            good_until,
+        })
     }
 
     /// Forgets the cached token (the API refused it: revoked before its expiry).

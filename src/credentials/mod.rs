@@ -18,9 +18,25 @@ pub mod token_endpoint;
 pub mod token_exchange;
 
 pub use authorization_code::{AuthorizationCode, AuthorizationCodeSettings};
-pub use broker::{Broker, Grant, Person};
+pub use broker::{Broker, Completed, Grant, Incomplete, Person, ServerSide};
 pub use client_credentials::ClientCredentials;
 pub use token_exchange::TokenExchange;
+
+/// A token obtained at run time, with how long it may be used: secrets masking keeps it
+/// no longer than that.
+#[derive(Clone)]
+pub struct Obtained {
+    pub value: String,
+    pub good_until: std::time::Instant,
+}
+
+impl std::fmt::Debug for Obtained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Obtained")
+            .field("good_until", &self.good_until)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Why no token could be had. Never carries a client secret or a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
