@@ -290,7 +290,7 @@ async fn replicas_behind_haproxy_share_one_store() {
     let fx = Fixture::with_apis_and(
         &[("tmdb", &up.base_url())],
         &format!(
-            "\n[[api]]\nid = \"hr\"\nspec = {:?}\nbase_url = {:?}\ntimeout_secs = 5\n\
+            "\n[[api]]\nid = \"hr\"\nspec = {:?}\nbase_url = {:?}\ntimeout_secs = 5\nallow_private = true\n\
              auth = {{ kind = \"token_exchange\", token_url = \"{}/token\", \
              client_id = \"shortlist-server\", client_secret_env = \"TEST_IDP_SECRET\", \
              audience = {HR:?}, scope = \"mcp\" }}\n\

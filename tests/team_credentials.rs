@@ -114,7 +114,7 @@ impl Team {
         let dir = tempfile::tempdir().unwrap();
         let api = |id: &str, spec_id: &str, auth: String| {
             format!(
-                "\n[[api]]\nid = {id:?}\nspec = {:?}\nbase_url = \"{}\"\ntimeout_secs = 5\nauth = {auth}\n",
+                "\n[[api]]\nid = {id:?}\nspec = {:?}\nbase_url = \"{}\"\ntimeout_secs = 5\nallow_private = true\nauth = {auth}\n",
                 echo_spec(dir.path(), spec_id),
                 up.base_url()
             )
@@ -143,12 +143,13 @@ impl Team {
         );
         toml += &format!(
             "\n[[api]]\nid = \"tmdb\"\nspec = {:?}\nbase_url = \"{}\"\ntimeout_secs = 2\n\
-             auth = {{ kind = \"bearer\", token_env = {TOKEN_ENV:?} }}\n",
+             allow_private = true\nauth = {{ kind = \"bearer\", token_env = {TOKEN_ENV:?} }}\n",
             repo().join("tests/fixtures/upstream_tmdb.json"),
             up.base_url()
         );
         toml += &format!(
-            "\n[auth]\nissuer = {issuer:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n"
+            "\n[auth]\nissuer = {issuer:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n\
+             signin = {{ client_id = \"shortlist-web\", client_secret_env = \"TEST_SIGNIN_SECRET\" }}\n"
         );
         let config = dir.path().join("catalog.toml");
         std::fs::write(&config, toml).unwrap();
@@ -166,6 +167,7 @@ impl Team {
         .env(TOKEN_ENV, TOKEN)
         .env("TEST_IDP_SECRET", "shortlist-server-secret")
         .env("TEST_NOTES_SECRET", "notes-app-secret")
+        .env("TEST_SIGNIN_SECRET", "shortlist-web-secret")
         .env("SHORTLIST_STATE_KEY", STATE_KEY);
         let srv =
             server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
@@ -327,7 +329,10 @@ async fn each_person_calls_with_their_own_credentials() {
     let (call, doc) = team.call("bob", "auto", "notes__notesEcho", &[]).await;
     assert!(is_error(&call), "{doc:#}");
     let link = link_in(&text(&call));
-    assert!(link.contains("code_challenge="), "{link}");
+    assert!(
+        link.starts_with(&format!("{}/oauth/consent?state=", team.base)),
+        "a page of the server's, which signs the browser in first: {link}"
+    );
     let page = browser(&link, "bob", false).await;
     assert!(
         page["text"].as_str().unwrap().contains("Access allowed"),
@@ -419,18 +424,14 @@ async fn each_person_calls_with_their_own_credentials() {
         .status();
     assert_eq!(status, 401);
 
-    // A made-up callback is refused readably.
+    // A made-up callback, from a browser that signed in for no consent, is refused.
     let res = http
         .get(format!("{}/oauth/callback?state=made-up&code=x", team.base))
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), 400);
-    assert!(res
-        .text()
-        .await
-        .unwrap()
-        .contains("expired or was already used"));
+    assert_eq!(res.status(), 403);
+    assert!(res.text().await.unwrap().contains("nothing was stored"));
 
     // No MCP access token ever reached the upstream.
     let issued = team.issued.lock().unwrap().clone();
@@ -497,7 +498,10 @@ async fn the_store_goes_away_mid_call() {
     );
     let (call, doc) = team.call("alice", "auto", "notes__notesEcho", &[]).await;
     assert!(!is_error(&call), "{doc:#}");
-    let recorded = store.audit(Some("alice"), 100).await.unwrap().len();
+    let calls_of = |entries: Vec<shortlist::store::AuditEntry>| {
+        entries.into_iter().filter(|e| e.event == "call").count()
+    };
+    let recorded = calls_of(store.audit(Some("alice"), 100).await.unwrap());
     assert_eq!(recorded, 1, "the consented call is recorded");
 
     // A slow call (the upstream answers after 10 s, the API's timeout is 2 s) is under
@@ -525,7 +529,7 @@ async fn the_store_goes_away_mid_call() {
     );
     let log = team.log();
     assert!(
-        log.contains("audit: the call could not be recorded")
+        log.contains("audit: the event could not be recorded")
             || log.contains("audit: the state store did not answer"),
         "{log}"
     );
@@ -549,12 +553,15 @@ async fn the_store_goes_away_mid_call() {
     let alice = store.audit(Some("alice"), 100).await.unwrap();
     let bob = store.audit(Some("bob"), 100).await.unwrap();
     assert_eq!(
-        alice.iter().filter(|e| e.api == "notes").count(),
+        alice
+            .iter()
+            .filter(|e| e.api == "notes" && e.event == "call")
+            .count(),
         2,
         "the calls made while the store was up: {alice:?}"
     );
     assert_eq!(
-        bob.len(),
+        bob.iter().filter(|e| e.event == "call").count(),
         1,
         "bob's call while the store was away is not recorded: {bob:?}"
     );

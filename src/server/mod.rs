@@ -16,6 +16,8 @@
 //! `tracing` to stderr.
 
 pub mod apis;
+pub mod audit;
+pub mod browser;
 pub mod clients;
 pub mod consent;
 pub mod discovery;
@@ -32,6 +34,8 @@ pub mod parse_error;
 pub mod probes;
 pub mod reload;
 pub mod served;
+pub mod sessions;
+pub mod signin;
 pub mod state;
 pub mod tokens;
 pub mod tools;

@@ -1,39 +1,50 @@
 //! The HTTP side of per-person upstream tokens:
 //!
-//! - `GET /oauth/callback`: where an authorization server sends the person's browser back
-//!   after they consent to an API; the code is redeemed and the token kept sealed in the
-//!   state store. It takes no access token (a browser has none): the unguessable `state`
-//!   names the pending consent, and with it the person who asked.
+//! - `GET /oauth/consent` and `GET /oauth/signin` ([`super::signin`]): the link a person
+//!   opens to consent, which signs the browser in first and goes on only for the person
+//!   the link was made for.
+//! - `GET /oauth/callback`: where an authorization server sends the browser back after
+//!   the person consents; the code is redeemed, for the browser that signed in for that
+//!   consent only, and the token kept sealed in the state store. Pages show fixed text:
+//!   nothing the provider says is echoed, and no person is named.
 //! - `GET /oauth/connections`: the APIs the caller has given access to (no secret).
 //! - `DELETE /oauth/connections/{api}`: the caller withdraws it; the token is revoked at
 //!   the authorization server when the config names where, and forgotten here.
 //!
 //! The last two sit behind the same access-token check as `/mcp`: a person sees and
-//! withdraws only their own connections.
+//! withdraws only their own connections. The consent pages take no access token (a
+//! browser has none) and share one rate limit.
 
+use super::browser;
+use super::signin::{self, ConsentSite};
 use super::state::ServerState;
+use crate::credentials::Incomplete;
+use crate::store::{AuditEntry, Event};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// The redirect back from the authorization server (RFC 6749 section 4.1.2).
+/// The redirect back from the authorization server (RFC 6749 section 4.1.2, RFC 9207).
 #[derive(Deserialize)]
 pub struct Callback {
     state: Option<String>,
     code: Option<String>,
     error: Option<String>,
-    error_description: Option<String>,
+    iss: Option<String>,
 }
 
-/// `/oauth/callback`: no access token needed.
-pub fn callback_routes(state: Arc<ServerState>) -> Router {
+/// The consent pages: `/oauth/consent`, `/oauth/signin`, `/oauth/callback`. No access
+/// token needed.
+pub fn consent_routes(site: Arc<ConsentSite>) -> Router {
     Router::new()
+        .route("/oauth/consent", get(signin::open_link))
+        .route("/oauth/signin", get(signin::signed_in_back))
         .route("/oauth/callback", get(callback))
-        .with_state(state)
+        .with_state(site)
 }
 
 /// `/oauth/connections`: behind the access-token check.
@@ -47,53 +58,129 @@ pub fn connection_routes(state: Arc<ServerState>) -> Router {
         .with_state(state)
 }
 
-async fn callback(State(state): State<Arc<ServerState>>, Query(q): Query<Callback>) -> Response {
-    if let Some(error) = &q.error {
-        let why = q.error_description.as_deref().unwrap_or(error);
-        tracing::info!(error = %error, "consent not given");
-        return page(
-            StatusCode::OK,
-            "Access not given",
-            &format!("The authorization server says: {why}. Nothing was stored."),
-        );
+async fn callback(
+    State(site): State<Arc<ConsentSite>>,
+    headers: HeaderMap,
+    Query(q): Query<Callback>,
+) -> Response {
+    if !site.limit.allow() {
+        return browser::too_many();
     }
-    let (Some(consent), Some(code)) = (q.state.as_deref(), q.code.as_deref()) else {
-        return page(
+    let (Some(store), Some(public)) = (site.state.store(), site.public()) else {
+        return signin::unavailable();
+    };
+    let clear = public.clear_cookie(signin::CONSENT_COOKIE);
+    let Some(state) = q.state.as_deref().filter(|s| !s.is_empty()) else {
+        return browser::page(
             StatusCode::BAD_REQUEST,
             "Not a consent",
-            "This address is where an authorization server sends you back after you allow access; the request had no code or state.",
+            "This address is where an authorization server sends you back after you allow access; the request had no state.",
         );
     };
-    let Some(store) = state.store() else {
-        return page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "No state store",
-            "This server keeps no state store, so it cannot keep your token.",
+    // Only the browser that signed in for this consent may complete it.
+    let Some(signed_in) = signin::signed_in(store, &public, &headers, state) else {
+        tracing::warn!(
+            "a consent callback came without the browser that signed in for it; refused"
+        );
+        let api = store
+            .consent(state)
+            .await
+            .ok()
+            .flatten()
+            .map(|p| p.api)
+            .unwrap_or_default();
+        site.audit(
+            AuditEntry::event(Event::ConsentRefused, "-", None, &api)
+                .with_detail(serde_json::json!({"reason": "not_the_browser_that_signed_in"})),
+        )
+        .await;
+        return signin::not_this_browser();
+    };
+    if let Some(error) = &q.error {
+        tracing::info!(error = %crate::text::clip_chars(error, 60), "consent not given");
+        return browser::with_cookies(
+            browser::page(
+                StatusCode::OK,
+                "Access not given",
+                "The authorization server did not give access, so nothing was stored. You can close this page.",
+            ),
+            &[clear],
+        );
+    }
+    let Some(code) = q.code.as_deref() else {
+        return browser::page(
+            StatusCode::BAD_REQUEST,
+            "Not a consent",
+            "This address is where an authorization server sends you back after you allow access; the request had no code.",
         );
     };
-    let served = state.served();
+    let served = site.state.served();
     let auth_of = |api: &str| served.api_config(api).and_then(|c| c.auth.clone());
-    match state
+    let outcome = site
+        .state
         .invoker()
         .broker()
-        .complete(auth_of, consent, code, store)
-        .await
-    {
-        Ok((sub, api)) => {
-            tracing::info!(sub = %sub, api = %api, "consent completed");
-            page(
+        .complete(auth_of, state, code, q.iss.as_deref(), &signed_in, store)
+        .await;
+    let res = match outcome {
+        Ok(done) => {
+            tracing::info!(sub = %done.sub, api = %done.api, "consent completed");
+            site.audit(AuditEntry::event(
+                Event::ConsentGiven,
+                &done.sub,
+                done.client_id.as_deref(),
+                &done.api,
+            ))
+            .await;
+            browser::page(
                 StatusCode::OK,
                 "Access allowed",
                 &format!(
-                    "shortlist can now call the API '{api}' as you ({sub}). You can close this page and go back to your assistant."
+                    "shortlist can now call the API '{}' for you. You can close this page and go back to your assistant.",
+                    done.api
                 ),
             )
         }
-        Err(why) => {
+        Err(Incomplete::Refused(why)) => {
             tracing::info!(error = %why, "consent could not be completed");
-            page(StatusCode::BAD_REQUEST, "Access not stored", &why)
+            site.audit(
+                AuditEntry::event(Event::ConsentRefused, &signed_in, None, "")
+                    .with_detail(serde_json::json!({"reason": crate::text::clip_chars(&why, 300)})),
+            )
+            .await;
+            browser::page(
+                StatusCode::BAD_REQUEST,
+                "Access not stored",
+                "The consent could not be completed, so nothing was stored. Ask your assistant to call the tool again for a new link.",
+            )
         }
-    }
+        Err(Incomplete::NotStored {
+            sub,
+            api,
+            revoked,
+            why,
+        }) => {
+            tracing::error!(api = %api, revoked, error = %why, "a token was issued but could not be stored");
+            let event = if revoked {
+                Event::ConsentRefused
+            } else {
+                Event::TokenOrphaned
+            };
+            site.audit(
+                AuditEntry::event(event, &sub, None, &api).with_detail(serde_json::json!({
+                    "reason": "not_stored", "revoked": revoked,
+                    "cause": crate::text::clip_chars(&why, 300)
+                })),
+            )
+            .await;
+            browser::page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Access not stored",
+                "Access was given but could not be stored, so it was withdrawn again. Try again in a moment.",
+            )
+        }
+    };
+    browser::with_cookies(res, &[clear])
 }
 
 async fn connections(
@@ -136,6 +223,14 @@ async fn disconnect(
     {
         Ok(had) => {
             tracing::info!(sub = %sub, api = %api, had, "connection withdrawn");
+            let client =
+                crate::auth::Principal::from_parts(&parts).and_then(|p| p.client_id.clone());
+            super::audit::record(
+                Some(store),
+                AuditEntry::event(Event::Withdrawn, &sub, client.as_deref(), &api)
+                    .with_detail(serde_json::json!({"had_token": had})),
+            )
+            .await;
             Json(serde_json::json!({"api": api, "disconnected": had})).into_response()
         }
         Err(e) => unavailable(&e),
@@ -197,22 +292,4 @@ pub fn spawn_consent_sweeper(
             }
         }
     });
-}
-
-/// A small page for the person's browser.
-fn page(status: StatusCode, title: &str, text: &str) -> Response {
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
-    let html = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
-         <body style=\"font-family: sans-serif; max-width: 40em; margin: 4em auto\">\
-         <h1>{t}</h1><p>{x}</p></body></html>",
-        t = esc(title),
-        x = esc(text)
-    );
-    (status, Html(html)).into_response()
 }

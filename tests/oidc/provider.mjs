@@ -23,6 +23,12 @@
 // 30 s a client renews ahead of expiry, so every use refreshes). Revocation (RFC 7009) at
 // /token/revocation; GET /test/revoked lists the refresh tokens revoked so far.
 //
+// The client `shortlist-web` (secret `shortlist-web-secret`) is the MCP server itself as an
+// OpenID client: it signs a person's browser in (authorization code with PKCE, scope
+// `openid`, redirect URI the server's /oauth/signin beside --audience) before a consent link
+// goes on. It is first-party: people sign in, and are never asked to consent to it.
+// With --rotate, refresh tokens of `notes-app` rotate: each use spends the one used.
+//
 // Test-only: POST /test/sign {"claims": {...}, "forge": false} answers a JWT signed with
 // the provider's own RS256 key (or, with "forge": true, with a throwaway key under the
 // same `kid`), for the expired, not-yet-valid and forged cases no grant produces.
@@ -64,7 +70,9 @@ users.set('shortlist-server', []);
 
 const scopes = 'mcp mcp:admin openid notes offline_access';
 const notesTtl = Number(arg('notes-ttl', '20'));
+const rotate = process.argv.includes('--rotate');
 const callback = new URL('/oauth/callback', audience).href;
+const signinCallback = new URL('/oauth/signin', audience).href;
 const revoked = [];
 
 function keyPair(type, options, alg) {
@@ -124,8 +132,32 @@ server.listen(port, '127.0.0.1', () => {
       redirect_uris: [callback],
       response_types: ['code'],
       scope: scopes,
+    }, {
+      client_id: 'shortlist-web',
+      client_secret: 'shortlist-web-secret',
+      grant_types: ['authorization_code'],
+      redirect_uris: [signinCallback],
+      response_types: ['code'],
+      scope: 'openid',
     }]),
     issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: rotate,
+    // The MCP server's own sign-in is first-party: no consent page for it.
+    loadExistingGrant: async (ctx) => {
+      const grantId = ctx.oidc.result?.consent?.grantId
+        || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+      if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+      if (ctx.oidc.client.clientId === 'shortlist-web') {
+        const grant = new ctx.oidc.provider.Grant({
+          clientId: ctx.oidc.client.clientId,
+          accountId: ctx.oidc.session.accountId,
+        });
+        grant.addOIDCScope('openid');
+        await grant.save();
+        return grant;
+      }
+      return undefined;
+    },
     findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     scopes: scopes.split(' '),
     jwks: { keys: [rsa.jwk, ec.jwk] },
@@ -136,7 +168,9 @@ server.listen(port, '127.0.0.1', () => {
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => audience,
+        // The server's own sign-in asks for an ID token, not for the MCP audience.
+        defaultResource: (ctx, client, oneOf) =>
+          oneOf ?? (client?.clientId === 'shortlist-web' ? undefined : audience),
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource, client) => ({
           scope: scopes,

@@ -109,6 +109,7 @@ impl Fixture {
         for (id, base) in apis {
             toml.push_str(&format!(
                 "\n[[api]]\nid = {id:?}\nspec = {spec:?}\nbase_url = {base:?}\ntimeout_secs = 2\n\
+                 allow_private = true\n\
                  auth = {{ kind = \"bearer\", token_env = {TOKEN_ENV:?} }}\n"
             ));
         }

@@ -44,6 +44,8 @@ pub struct Provider {
     pub rs256_kid: String,
     audience: String,
     users: Option<String>,
+    /// The extra `provider.mjs` arguments it was started with.
+    args: Vec<String>,
     log: tempfile::NamedTempFile,
     http: reqwest::Client,
 }
@@ -60,7 +62,19 @@ impl Provider {
         Provider::start_on(audience, 0, Some(users)).await
     }
 
+    /// Like [`Provider::start`], with more `provider.mjs` arguments (`--rotate`,
+    /// `--notes-ttl SECS`).
+    pub async fn start_args(audience: &str, args: &[&str]) -> Provider {
+        let mut p = Provider::start_full(audience, 0, None, args).await;
+        p.args = args.iter().map(|a| a.to_string()).collect();
+        p
+    }
+
     async fn start_on(audience: &str, port: u16, users: Option<&str>) -> Provider {
+        Provider::start_full(audience, port, users, &[]).await
+    }
+
+    async fn start_full(audience: &str, port: u16, users: Option<&str>, args: &[&str]) -> Provider {
         let script = repo().join("tests/oidc/provider.mjs");
         assert!(
             repo()
@@ -75,6 +89,7 @@ impl Provider {
         if let Some(u) = users {
             cmd.args(["--users", u]);
         }
+        cmd.args(args);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -107,6 +122,7 @@ impl Provider {
             rs256_kid: ready["rs256_kid"].as_str().unwrap_or_default().to_string(),
             audience: audience.to_string(),
             users: users.map(str::to_string),
+            args: Vec::new(),
             log,
             http: reqwest::Client::new(),
         }
@@ -131,7 +147,7 @@ impl Provider {
             groups_claim: None,
             leeway_secs: None,
             jwks_min_refetch_secs: None,
-            admins: None,
+            ..Default::default()
         })
         .expect("a verifier for the API")
     }
