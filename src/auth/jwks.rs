@@ -3,8 +3,12 @@
 //!
 //! Refetches for unknown `kid`s are rate-limited: otherwise anyone could make the server
 //! hit the identity provider once per request by sending tokens with made-up key ids.
-//! Tokens with known keys never wait on a fetch.
+//! Tokens with known keys never wait on a fetch longer than [`FETCH_TIMEOUT`], and a hung
+//! provider holds no request longer than that either. Keys older than an hour are used
+//! while a refetch fails, for one more hour at most: a provider that stays away long
+//! enough stops every token rather than trusting keys it may have withdrawn.
 
+use super::discovery::{self, Discovery, FETCH_TIMEOUT};
 use jsonwebtoken::jwk::{Jwk, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use std::collections::HashMap;
@@ -14,8 +18,8 @@ use std::time::{Duration, Instant};
 /// How long a fetched key set is trusted before it is fetched again on the next token.
 const MAX_AGE: Duration = Duration::from_secs(3600);
 
-/// Time allowed for one discovery or JWKS request.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How much longer an old key set answers while refetches fail.
+const MAX_STALE: Duration = Duration::from_secs(3600);
 
 /// One usable verification key.
 #[derive(Clone)]
@@ -43,15 +47,20 @@ struct KeySet {
     fetched_at: Option<Instant>,
 }
 
+impl KeySet {
+    fn age(&self) -> Option<Duration> {
+        self.fetched_at.map(|t| t.elapsed())
+    }
+}
+
 struct FetchState {
-    jwks_uri: Option<String>,
     last_attempt: Option<Instant>,
     fetches: u64,
 }
 
 /// The issuer's key cache.
 pub struct Jwks {
-    issuer: String,
+    discovery: Arc<Discovery>,
     http: reqwest::Client,
     min_refetch: Duration,
     keys: RwLock<Arc<KeySet>>,
@@ -60,18 +69,21 @@ pub struct Jwks {
 
 impl Jwks {
     pub fn new(issuer: &str, min_refetch: Duration) -> anyhow::Result<Jwks> {
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client for the issuer: {e}"))?;
+        Jwks::with_discovery(Arc::new(Discovery::new(issuer)?), min_refetch)
+    }
+
+    /// A key cache finding the keys through `discovery` (shared with whoever else reads
+    /// the issuer's metadata).
+    pub fn with_discovery(
+        discovery: Arc<Discovery>,
+        min_refetch: Duration,
+    ) -> anyhow::Result<Jwks> {
         Ok(Jwks {
-            issuer: issuer.trim_end_matches('/').to_string(),
-            http,
+            discovery,
+            http: discovery::client()?,
             min_refetch,
             keys: RwLock::new(Arc::new(KeySet::default())),
             fetch: tokio::sync::Mutex::new(FetchState {
-                jwks_uri: None,
                 last_attempt: None,
                 fetches: 0,
             }),
@@ -102,17 +114,42 @@ impl Jwks {
         }
     }
 
+    /// A key of `set` that may still be used though the set is old.
+    fn usable_stale(set: &KeySet, kid: Option<&str>) -> Option<Key> {
+        set.age()
+            .filter(|a| *a < MAX_AGE + MAX_STALE)
+            .and_then(|_| Self::lookup(set, kid))
+    }
+
     /// The key for a token's `kid`, fetching the key set when it is unknown or old.
     pub async fn key(&self, kid: Option<&str>) -> Result<Key, KeyError> {
         let set = self.snapshot();
-        let fresh = set.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
+        let fresh = set.age().is_some_and(|a| a < MAX_AGE);
         if let (true, Some(k)) = (fresh, Self::lookup(&set, kid)) {
             return Ok(k);
         }
-        let mut state = self.fetch.lock().await;
+        // A request with a key the old set holds takes the fetch only when nobody else is
+        // doing it; others wait for the fetch at most FETCH_TIMEOUT.
+        let state = match Self::usable_stale(&set, kid) {
+            Some(k) => match self.fetch.try_lock() {
+                Ok(state) => state,
+                Err(_) => return Ok(k),
+            },
+            None => match tokio::time::timeout(FETCH_TIMEOUT, self.fetch.lock()).await {
+                Ok(state) => state,
+                Err(_) => {
+                    return Err(KeyError::Unavailable(
+                        "the issuer's signing keys are being fetched and the issuer is slow; \
+                         try again shortly"
+                            .into(),
+                    ))
+                }
+            },
+        };
+        let mut state = state;
         // Another request may have fetched while this one waited.
         let set = self.snapshot();
-        let fresh = set.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
+        let fresh = set.age().is_some_and(|a| a < MAX_AGE);
         if let (true, Some(k)) = (fresh, Self::lookup(&set, kid)) {
             return Ok(k);
         }
@@ -122,9 +159,17 @@ impl Jwks {
         if !limited {
             state.last_attempt = Some(Instant::now());
             state.fetches += 1;
-            match self.fetch_keys(&mut state).await {
+            let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch_keys())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "the issuer did not answer within {} s",
+                        FETCH_TIMEOUT.as_secs()
+                    ))
+                });
+            match fetched {
                 Ok(new) => {
-                    tracing::info!(keys = new.by_kid.len() + new.anonymous.len(), issuer = %self.issuer, "fetched the issuer's signing keys");
+                    tracing::info!(keys = new.by_kid.len() + new.anonymous.len(), issuer = %self.discovery.issuer(), "fetched the issuer's signing keys");
                     let new = Arc::new(new);
                     match self.keys.write() {
                         Ok(mut k) => *k = Arc::clone(&new),
@@ -133,7 +178,7 @@ impl Jwks {
                     return Self::lookup(&new, kid).ok_or_else(|| unknown(kid));
                 }
                 Err(e) => {
-                    tracing::warn!(issuer = %self.issuer, error = %e, "cannot fetch the issuer's signing keys");
+                    tracing::warn!(issuer = %self.discovery.issuer(), error = %e, "cannot fetch the issuer's signing keys");
                     if set.fetched_at.is_none() {
                         return Err(KeyError::Unavailable(e));
                     }
@@ -144,82 +189,40 @@ impl Jwks {
                 "the issuer's signing keys could not be fetched; retrying shortly".into(),
             ));
         }
-        // A stale set still answers for the keys it holds until a fetch succeeds.
-        Self::lookup(&set, kid).ok_or_else(|| unknown(kid))
+        // An old set answers for the keys it holds, for a while, until a fetch succeeds.
+        match Self::usable_stale(&set, kid) {
+            Some(k) => Ok(k),
+            None if Self::lookup(&set, kid).is_some() => Err(KeyError::Unavailable(
+                "the issuer's signing keys are too old to trust and could not be fetched again"
+                    .into(),
+            )),
+            None => Err(unknown(kid)),
+        }
     }
 
-    async fn fetch_keys(&self, state: &mut FetchState) -> Result<KeySet, String> {
-        let uri = match &state.jwks_uri {
-            Some(u) => u.clone(),
-            None => {
-                let u = self.discover().await?;
-                state.jwks_uri = Some(u.clone());
-                u
-            }
-        };
-        let doc = self.get_json(&uri).await?;
+    async fn fetch_keys(&self) -> Result<KeySet, String> {
+        let uri = self.discovery.metadata().await?.jwks_uri;
+        let doc = discovery::get_json(&self.http, &uri).await?;
         parse_key_set(&doc).map_err(|e| format!("{uri}: {e}"))
     }
+}
 
-    /// The `jwks_uri` from the issuer's OpenID discovery document, or from its OAuth
-    /// authorization server metadata (RFC 8414) when it has no OpenID document.
-    async fn discover(&self) -> Result<String, String> {
-        let openid = format!("{}/.well-known/openid-configuration", self.issuer);
-        let doc = match self.get_json(&openid).await {
-            Ok(d) => d,
-            Err(first) => {
-                let url = url::Url::parse(&self.issuer).map_err(|e| e.to_string())?;
-                let rfc8414 = format!(
-                    "{}/.well-known/oauth-authorization-server{}",
-                    url.origin().ascii_serialization(),
-                    url.path().trim_end_matches('/')
-                );
-                self.get_json(&rfc8414)
-                    .await
-                    .map_err(|second| format!("{first}; {second}"))?
-            }
+#[cfg(test)]
+impl Jwks {
+    /// Makes the key set look fetched `by` earlier (tests of old keys).
+    fn backdate(&self, by: Duration) {
+        let mut k = self.keys.write().unwrap();
+        let set = KeySet {
+            by_kid: k.by_kid.clone(),
+            anonymous: k.anonymous.clone(),
+            fetched_at: k.fetched_at.and_then(|t| t.checked_sub(by)),
         };
-        let named = doc.get("issuer").and_then(|v| v.as_str()).unwrap_or("");
-        if named.trim_end_matches('/') != self.issuer {
-            // Mix-up protection: the document must be the configured issuer's own.
-            return Err(format!(
-                "the discovery document names issuer '{named}', not '{}'",
-                self.issuer
-            ));
-        }
-        doc.get("jwks_uri")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| "the discovery document has no jwks_uri".to_string())
-    }
-
-    async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {
-        let res = self
-            .http
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| format!("{url}: {}", without_url(&e)))?;
-        if !res.status().is_success() {
-            return Err(format!("{url}: HTTP {}", res.status().as_u16()));
-        }
-        res.json()
-            .await
-            .map_err(|e| format!("{url}: not JSON: {}", without_url(&e)))
+        *k = Arc::new(set);
     }
 }
 
 fn unknown(kid: Option<&str>) -> KeyError {
     KeyError::Unknown(kid.unwrap_or("(none)").to_string())
-}
-
-fn without_url(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    if let Some(u) = e.url() {
-        s = s.replace(&format!(" for url ({u})"), "");
-    }
-    s
 }
 
 /// The signing keys of a JWKS document. Keys that cannot verify signatures here
@@ -282,7 +285,17 @@ mod tests {
 
     /// An issuer on loopback whose JWKS holds one key under `kid` and counts the fetches.
     async fn issuer(kid: &'static str) -> (String, Arc<AtomicU64>) {
+        let (base, hits, _) = issuer_with(kid, Arc::new(AtomicU64::new(0))).await;
+        (base, hits)
+    }
+
+    /// [`issuer`] whose JWKS answers after `delay` seconds (0: at once; u64::MAX: 500).
+    async fn issuer_with(
+        kid: &'static str,
+        delay: Arc<AtomicU64>,
+    ) -> (String, Arc<AtomicU64>, Arc<AtomicU64>) {
         let hits = Arc::new(AtomicU64::new(0));
+        let slow = Arc::clone(&delay);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (b, h) = (base.clone(), Arc::clone(&hits));
@@ -300,20 +313,78 @@ mod tests {
                 "/jwks",
                 axum::routing::get(move || {
                     h.fetch_add(1, Ordering::SeqCst);
+                    let wait = slow.load(Ordering::SeqCst);
                     async move {
+                        if wait == u64::MAX {
+                            return Err(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+                        }
+                        tokio::time::sleep(Duration::from_secs(wait)).await;
                         // An RSA public key (the RFC 7517 appendix A.1 example), an
                         // encryption key and a key type this server does not know.
-                        axum::Json(serde_json::json!({"keys": [
+                        Ok(axum::Json(serde_json::json!({"keys": [
                             {"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig", "e": "AQAB",
                              "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"},
                             {"kty": "RSA", "kid": "enc-1", "use": "enc", "e": "AQAB", "n": "AQAB"},
                             {"kty": "XYZ", "kid": "odd"}
-                        ]}))
+                        ]})))
                     }
                 }),
             );
         tokio::spawn(async move { axum::serve(listener, app).await });
-        (base, hits)
+        (base, hits, delay)
+    }
+
+    #[tokio::test]
+    async fn a_hung_issuer_holds_no_request_longer_than_the_fetch_timeout() {
+        let (base, _, _) = issuer_with("k1", Arc::new(AtomicU64::new(30))).await;
+        let jwks = Arc::new(Jwks::new(&base, Duration::from_millis(1)).unwrap());
+        let started = Instant::now();
+        // Three requests at once: none waits much longer than one fetch timeout.
+        let waits: Vec<_> = (0..3)
+            .map(|_| {
+                let j = Arc::clone(&jwks);
+                tokio::spawn(async move {
+                    let r = j.key(Some("k1")).await;
+                    (r.is_err(), started.elapsed())
+                })
+            })
+            .collect();
+        for w in waits {
+            let (failed, took) = w.await.unwrap();
+            assert!(failed, "no key could be had from a hung issuer");
+            assert!(
+                took < FETCH_TIMEOUT * 2 + Duration::from_millis(500),
+                "{took:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn old_keys_answer_while_fetches_fail_but_not_forever() {
+        let delay = Arc::new(AtomicU64::new(0));
+        let (base, hits, delay) = issuer_with("k1", delay).await;
+        let jwks = Jwks::new(&base, Duration::from_millis(1)).unwrap();
+        assert!(jwks.key(Some("k1")).await.is_ok());
+        delay.store(u64::MAX, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        jwks.backdate(MAX_AGE + Duration::from_secs(600));
+        assert!(
+            jwks.key(Some("k1")).await.is_ok(),
+            "an old key answers for a while"
+        );
+        assert!(hits.load(Ordering::SeqCst) >= 2, "a refetch was tried");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        jwks.backdate(MAX_STALE);
+        assert!(
+            matches!(jwks.key(Some("k1")).await, Err(KeyError::Unavailable(_))),
+            "keys too old are not trusted"
+        );
+        delay.store(0, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(
+            jwks.key(Some("k1")).await.is_ok(),
+            "a fetch that works again restores them"
+        );
     }
 
     #[tokio::test]

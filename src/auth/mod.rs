@@ -9,6 +9,7 @@
 //!
 //! This module knows nothing of MCP: it reads the config types of `catalog` and speaks HTTP.
 
+pub mod discovery;
 pub mod jwks;
 pub mod layer;
 pub mod metadata;
@@ -19,4 +20,4 @@ pub mod visibility;
 pub use layer::require_access_token;
 pub use principal::{Principal, SubjectToken};
 pub use verify::{AuthError, Verifier};
-pub use visibility::api_visible;
+pub use visibility::{api_visible, sees};

@@ -1,6 +1,7 @@
 //! Access-token verification: a JWT signed by the configured issuer (RS256 or ES256) for
 //! this server's audience, within its validity window.
 
+use super::discovery::Discovery;
 use super::jwks::{Jwks, KeyError};
 use super::Principal;
 use crate::catalog::config::ResourceServerConfig;
@@ -40,6 +41,7 @@ pub struct Verifier {
     required_scopes: Vec<String>,
     groups_claim: String,
     leeway: u64,
+    discovery: std::sync::Arc<Discovery>,
     jwks: Jwks,
 }
 
@@ -62,13 +64,18 @@ impl Verifier {
         let min_refetch = cfg
             .jwks_min_refetch_secs
             .unwrap_or(DEFAULT_MIN_REFETCH_SECS);
+        let discovery = std::sync::Arc::new(Discovery::new(&cfg.issuer)?);
         Ok(Verifier {
             issuer: cfg.issuer.clone(),
             audience: cfg.audience.clone(),
             required_scopes: cfg.required_scopes.clone(),
             groups_claim: cfg.groups_claim.clone().unwrap_or_else(|| "groups".into()),
             leeway: cfg.leeway_secs.unwrap_or(DEFAULT_LEEWAY_SECS),
-            jwks: Jwks::new(&cfg.issuer, Duration::from_secs(min_refetch))?,
+            jwks: Jwks::with_discovery(
+                std::sync::Arc::clone(&discovery),
+                Duration::from_secs(min_refetch),
+            )?,
+            discovery,
         })
     }
 
@@ -87,6 +94,62 @@ impl Verifier {
     /// The key cache (diagnostics and tests: how often keys were fetched).
     pub fn jwks(&self) -> &Jwks {
         &self.jwks
+    }
+
+    /// The issuer's metadata (its token and authorization endpoints).
+    pub fn discovery(&self) -> &std::sync::Arc<Discovery> {
+        &self.discovery
+    }
+
+    /// The `sub` of an OpenID Connect ID token the issuer signed for the client
+    /// `client_id`, carrying `nonce`: who signed in at the provider, for a consent that
+    /// must be completed by the person it was made for.
+    pub async fn verify_id_token(
+        &self,
+        token: &str,
+        client_id: &str,
+        nonce: &str,
+    ) -> Result<String, AuthError> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| AuthError::Invalid("the ID token is not a JWT".into()))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(AuthError::Invalid(format!(
+                "ID tokens signed with {:?} are not accepted",
+                header.alg
+            )));
+        }
+        let key = match self.jwks.key(header.kid.as_deref()).await {
+            Ok(k) => k,
+            Err(KeyError::Unknown(kid)) => {
+                return Err(AuthError::Invalid(format!(
+                    "the ID token's signing key '{kid}' is not one of the issuer's keys"
+                )))
+            }
+            Err(KeyError::Unavailable(e)) => return Err(AuthError::Unavailable(e)),
+        };
+        if key.alg.is_some_and(|a| a != header.alg) {
+            return Err(AuthError::Invalid(
+                "the ID token's algorithm does not match its key".into(),
+            ));
+        }
+        let mut v = Validation::new(header.alg);
+        v.leeway = self.leeway;
+        v.set_issuer(&[self.issuer.as_str()]);
+        v.set_audience(&[client_id]);
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Value>(token, &key.decoding, &v)
+            .map_err(|e| AuthError::Invalid(reason(&e)))?;
+        let c = &data.claims;
+        if c.get("nonce").and_then(Value::as_str) != Some(nonce) {
+            return Err(AuthError::Invalid(
+                "the ID token is not the answer to this sign-in (nonce)".into(),
+            ));
+        }
+        c.get("sub")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| AuthError::Invalid("the ID token has no subject".into()))
     }
 
     /// The principal a token speaks for, or why it is refused. Scopes are checked too.
@@ -189,19 +252,7 @@ fn reason(e: &jsonwebtoken::errors::Error) -> String {
 }
 
 fn check_url(what: &str, s: &str) -> anyhow::Result<()> {
-    let url = url::Url::parse(s)
-        .map_err(|e| anyhow::anyhow!("[auth] {what} '{s}' is not an absolute URL: {e}"))?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => anyhow::bail!("[auth] {what} '{s}' must be an https URL (http only on loopback)"),
-    }
+    super::discovery::secure_url(s).map_err(|why| anyhow::anyhow!("[auth] {what}: {why}"))
 }
 
 #[cfg(test)]
@@ -216,7 +267,7 @@ mod tests {
             groups_claim: None,
             leeway_secs: None,
             jwks_min_refetch_secs: None,
-            admins: None,
+            ..Default::default()
         }
     }
 
