@@ -154,6 +154,15 @@ async fn private_addresses_and_foreign_token_urls_are_refused_and_audited() {
     assert!(has("token_failed", "elsewhere", "token"), "{rows:?}");
     assert!(has("token_failed", "wrongsecret", "token"), "{rows:?}");
     assert_eq!(rows.iter().filter(|r| r.0 == "call").count(), 2, "{rows:?}");
+    // Each with the OAuth client the person came through (the test provider issues each
+    // person's token to a client of the same name).
+    let clients = team::audit_clients(&s.state_file());
+    assert!(
+        clients
+            .iter()
+            .all(|(_, sub, client)| sub == "alice" && client.as_deref() == Some("alice")),
+        "{clients:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

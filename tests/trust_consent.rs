@@ -343,6 +343,14 @@ async fn a_token_that_no_longer_opens_asks_again_and_a_rotated_key_keeps_it() {
             .unwrap();
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
         assert_eq!(stored_tokens(&s.state_file(), "alice"), 0);
+        assert!(
+            team::audit_clients(&s.state_file()).contains(&(
+                "withdrawn".into(),
+                "alice".into(),
+                Some("alice".into())
+            )),
+            "the withdrawal is audited with its client"
+        );
         assert_eq!(browser(&link, "alice", false).await["status"], 200);
         assert_eq!(stored_tokens(&s.state_file(), "alice"), 1);
     }

@@ -18,22 +18,16 @@
 //! - A token issued at a code redemption that cannot be stored is revoked.
 
 use super::authorization_code::{AuthorizationCode, AuthorizationCodeSettings};
-use super::token_endpoint::{Granted, EXPIRY_MARGIN};
+use super::renewal::{refresh_once, revoke};
 use super::{ClientCredentials, Obtained, TokenExchange};
 use crate::auth::discovery::Discovery;
 use crate::catalog::AuthConfig;
-use crate::store::{ConsentLimits, PendingConsent, Store, StoreError, UpstreamToken};
+use crate::store::{Store, StoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 /// How long a consent link stays good.
 pub const CONSENT_TTL_SECS: i64 = 600;
-
-/// How long one replica may hold a person's refresh before others take over.
-const REFRESH_LOCK: Duration = Duration::from_secs(15);
-/// How long a call waits for another replica's refresh of the same token.
-const REFRESH_WAIT: Duration = Duration::from_secs(10);
 
 /// Looks up an environment variable (the client secrets).
 pub type SecretLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
@@ -77,7 +71,8 @@ impl std::fmt::Debug for Grant {
     }
 }
 
-enum Client {
+/// The client of one API's credentials.
+pub(super) enum Client {
     Machine(ClientCredentials),
     Exchange(TokenExchange),
     Consent(AuthorizationCode),
@@ -98,33 +93,10 @@ pub struct ServerSide {
     pub issuer: Option<Arc<Discovery>>,
 }
 
-/// A consent completed: whose, for which API, asked by which client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completed {
-    pub sub: String,
-    pub api: String,
-    pub client_id: Option<String>,
-}
-
-/// Why a consent did not complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incomplete {
-    /// Nothing was issued (or what was is gone): the reason, for the person.
-    Refused(String),
-    /// A token was issued but could not be stored: it was revoked (`revoked`), or could
-    /// not be (no revocation endpoint, or it failed), which the audit log must hold.
-    NotStored {
-        sub: String,
-        api: String,
-        revoked: bool,
-        why: String,
-    },
-}
-
 /// Upstream tokens obtained at run time; see the module documentation.
 pub struct Broker {
     secrets: Arc<SecretLookup>,
-    server: ServerSide,
+    pub(super) server: ServerSide,
     clients: Mutex<HashMap<String, Arc<Client>>>,
 }
 
@@ -213,116 +185,6 @@ impl Broker {
         }
     }
 
-    /// The page a person opens to consent: where `link`s point.
-    pub fn consent_page(&self, state: &str) -> Option<String> {
-        let base = self.server.public_url.as_deref()?;
-        let mut url = url::Url::parse(base).ok()?.join("/oauth/consent").ok()?;
-        url.query_pairs_mut().append_pair("state", state);
-        Some(url.into())
-    }
-
-    /// The authorization server's own consent URL for the pending consent `state`, once
-    /// the person who opened its page is known to be the one it was made for.
-    pub async fn authorization_url(
-        &self,
-        auth_of: impl Fn(&str) -> Option<AuthConfig>,
-        pending: &PendingConsent,
-    ) -> Result<String, String> {
-        let api = &pending.api;
-        let auth =
-            auth_of(api).ok_or_else(|| format!("API '{api}' is no longer in the catalog"))?;
-        let Client::Consent(ac) = &*self.client(api, &auth).await? else {
-            return Err(format!(
-                "API '{api}' no longer asks each person for consent (its config changed)"
-            ));
-        };
-        Ok(ac.consent_link(&pending.state, &pending.pkce_verifier))
-    }
-
-    /// Finishes the consent named `state` with the `code` the authorization server sent
-    /// back, for the browser of `signed_in` (the person the consent page signed in); `iss`
-    /// is the `iss` the redirect carried (RFC 9207), required where the API's entry names
-    /// its authorization server's issuer.
-    pub async fn complete(
-        &self,
-        auth_of: impl Fn(&str) -> Option<AuthConfig>,
-        state: &str,
-        code: &str,
-        iss: Option<&str>,
-        signed_in: &str,
-        store: &Store,
-    ) -> Result<Completed, Incomplete> {
-        let refused = |s: String| Incomplete::Refused(s);
-        let pending = store
-            .consent(state)
-            .await
-            .map_err(|e| refused(e.to_string()))?
-            .ok_or_else(|| {
-                refused(
-                    "this consent link has expired or was already used; call the tool again for a new one"
-                        .into(),
-                )
-            })?;
-        if pending.sub != signed_in {
-            return Err(refused(
-                "this consent was started for another person; nothing was stored".into(),
-            ));
-        }
-        let api = pending.api.clone();
-        let auth = auth_of(&api)
-            .ok_or_else(|| refused(format!("API '{api}' is no longer in the catalog")))?;
-        if let AuthConfig::AuthorizationCode {
-            issuer: Some(expected),
-            ..
-        } = &auth
-        {
-            match iss {
-                Some(i) if i.trim_end_matches('/') == expected.trim_end_matches('/') => {}
-                Some(_) => {
-                    return Err(refused(format!(
-                        "the answer came from another authorization server than API '{api}''s (iss); nothing was stored"
-                    )))
-                }
-                None => {
-                    return Err(refused(format!(
-                        "the answer does not name its authorization server (iss), which API '{api}' requires; nothing was stored"
-                    )))
-                }
-            }
-        }
-        let client = self.client(&api, &auth).await.map_err(refused)?;
-        let Client::Consent(ac) = &*client else {
-            return Err(refused(format!(
-                "API '{api}' no longer asks each person for consent (its config changed)"
-            )));
-        };
-        let granted = ac.redeem(code, &pending.pkce_verifier).await.map_err(|e| {
-            refused(format!(
-                "the authorization server did not grant access to API '{api}': {e}"
-            ))
-        })?;
-        let token = upstream_token(granted, None);
-        let why = match store.complete_consent(state, &token).await {
-            Ok(true) => {
-                return Ok(Completed {
-                    sub: pending.sub,
-                    api,
-                    client_id: pending.client_id,
-                })
-            }
-            Ok(false) => "this consent link was used meanwhile".to_string(),
-            Err(e) => e.to_string(),
-        };
-        // Issued and not kept: a token nobody holds must not stay valid upstream.
-        let revoked = revoke(ac, &token, &api).await;
-        Err(Incomplete::NotStored {
-            sub: pending.sub,
-            api,
-            revoked,
-            why,
-        })
-    }
-
     /// Forgets `sub`'s token for `api`, revoking it at the authorization server when the
     /// config names a revocation endpoint. Whether there was one. A stored token that no
     /// longer opens is deleted all the same (there is nothing to revoke with it).
@@ -355,61 +217,8 @@ impl Broker {
             .map_err(|e| e.to_string())
     }
 
-    /// The person's stored token (refreshed when it is about to expire), or a consent link.
-    async fn consented(
-        &self,
-        api: &str,
-        ac: &AuthorizationCode,
-        sub: &str,
-        client_id: Option<&str>,
-        store: &Store,
-    ) -> Result<Grant, String> {
-        let now = crate::store::now();
-        if let Some(t) = store.token(sub, api).await.map_err(|e| e.to_string())? {
-            if fresh(&t) {
-                return Ok(Grant::Token(obtained(&t)));
-            }
-            if let Some(nt) = refresh_once(ac, sub, api, &t, store).await {
-                return Ok(Grant::Token(obtained(&nt)));
-            }
-            // Expired and not renewable: the person consents again.
-            store
-                .delete_token(sub, api)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        if !self.server.signin {
-            return Err(format!(
-                "API '{api}' asks each person for consent, and this server hands out no consent link until it can check who opens it: add `signin` (an OpenID client of the issuer) to the [auth] table"
-            ));
-        }
-        let challenge = AuthorizationCode::challenge().map_err(|e| e.to_string())?;
-        let link = self.consent_page(&challenge.state).ok_or_else(|| {
-            format!("API '{api}' asks each person for consent, which needs the server's public address: add an [auth] table (its audience or public_url)")
-        })?;
-        store
-            .put_consent(
-                &PendingConsent {
-                    state: challenge.state.clone(),
-                    sub: sub.into(),
-                    api: api.into(),
-                    pkce_verifier: challenge.verifier.clone(),
-                    created_at: now,
-                    expires_at: now + CONSENT_TTL_SECS,
-                    client_id: client_id.map(str::to_string),
-                },
-                ConsentLimits::default(),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Grant::Consent {
-            link,
-            state: challenge.state,
-        })
-    }
-
     /// The client of `api` for this credential config, made on first use.
-    async fn client(&self, api: &str, auth: &AuthConfig) -> Result<Arc<Client>, String> {
+    pub(super) async fn client(&self, api: &str, auth: &AuthConfig) -> Result<Arc<Client>, String> {
         let key = format!("{api}\0{auth:?}");
         if let Some(c) = self
             .clients
@@ -590,140 +399,6 @@ fn need_store<'a>(api: &str, store: Option<&'a Store>) -> Result<&'a Store, Stri
             "API '{api}' keeps each person's token in the state store, and this server has none (`serve --http` opens one; `--state` names it)"
         )
     })
-}
-
-/// Whether a stored token may still be used.
-fn fresh(t: &UpstreamToken) -> bool {
-    let now = crate::store::now();
-    t.expires_at
-        .is_none_or(|at| at - now > EXPIRY_MARGIN.as_secs() as i64)
-}
-
-/// A stored token as a grant: good until its expiry (less the margin), or an hour when
-/// the server never said.
-fn obtained(t: &UpstreamToken) -> Obtained {
-    let left = t
-        .expires_at
-        .map(|at| (at - crate::store::now() - EXPIRY_MARGIN.as_secs() as i64).max(0) as u64)
-        .unwrap_or(3600);
-    Obtained {
-        value: t.access_token.clone(),
-        good_until: Instant::now() + Duration::from_secs(left),
-    }
-}
-
-/// Refreshes `sub`'s token for `api`, once across every replica sharing the store: the
-/// one holding the store's lock refreshes and stores, the others wait for the token it
-/// stored rather than spending the (possibly rotating) refresh token a second time.
-/// `None` when the token cannot be renewed (the person consents again).
-async fn refresh_once(
-    ac: &AuthorizationCode,
-    sub: &str,
-    api: &str,
-    seen: &UpstreamToken,
-    store: &Store,
-) -> Option<UpstreamToken> {
-    seen.refresh_token.as_ref()?;
-    // Named by a digest: no person's name in the lock table, and no byte PostgreSQL's
-    // text refuses.
-    let lock = {
-        use sha2::Digest;
-        let d = sha2::Sha256::digest(format!("refresh\0{sub}\0{api}"));
-        format!("refresh:{}", hex::encode(&d[..16]))
-    };
-    // Per attempt, so two calls of one replica also refresh once.
-    let holder = uuid::Uuid::new_v4().simple().to_string();
-    let deadline = Instant::now() + REFRESH_WAIT;
-    // Renewed by another holder of the lock meanwhile, and still usable: the margin that
-    // makes a token due for renewal does not apply to one renewed a moment ago.
-    let renewed_elsewhere = |c: &UpstreamToken| {
-        c.access_token != seen.access_token
-            && c.expires_at.is_none_or(|at| at > crate::store::now())
-    };
-    loop {
-        match store.try_lock(&lock, &holder, REFRESH_LOCK).await {
-            Ok(true) => {
-                // The token may have been renewed between our read and the lock.
-                let current = store.token(sub, api).await.ok().flatten();
-                let result = match current {
-                    Some(c) if renewed_elsewhere(&c) => Some(c),
-                    Some(c) => match &c.refresh_token {
-                        Some(rt) => match refreshed(ac, rt).await {
-                            Some(nt) => match store.put_token(sub, api, &nt).await {
-                                Ok(()) => Some(nt),
-                                Err(e) => {
-                                    tracing::error!(api, error = %e, "a refreshed token could not be stored");
-                                    Some(nt)
-                                }
-                            },
-                            None => None,
-                        },
-                        None => None,
-                    },
-                    None => None,
-                };
-                if let Err(e) = store.unlock(&lock, &holder).await {
-                    tracing::warn!(api, error = %e, "a refresh lock could not be given back; it expires by itself");
-                }
-                return result;
-            }
-            Ok(false) => {
-                if Instant::now() > deadline {
-                    tracing::warn!(api, "another replica's refresh took too long; the person will be asked to consent again");
-                    return None;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                if let Ok(Some(c)) = store.token(sub, api).await {
-                    if renewed_elsewhere(&c) {
-                        return Some(c);
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(api, error = %e, "the refresh lock cannot be taken");
-                return None;
-            }
-        }
-    }
-}
-
-/// A refreshed token, keeping the old refresh token when the server sends no new one;
-/// `None` when the server refuses (the person consents again).
-async fn refreshed(ac: &AuthorizationCode, refresh_token: &str) -> Option<UpstreamToken> {
-    match ac.refresh(refresh_token).await {
-        Ok(g) => Some(upstream_token(g, Some(refresh_token))),
-        Err(e) => {
-            tracing::info!(error = %e, "a refresh token was refused; the person will be asked to consent again");
-            None
-        }
-    }
-}
-
-/// Revokes `t` (its refresh token, which takes the access token with it, else the access
-/// token); whether the authorization server confirmed it.
-async fn revoke(ac: &AuthorizationCode, t: &UpstreamToken, api: &str) -> bool {
-    let (value, hint) = match &t.refresh_token {
-        Some(rt) => (rt.as_str(), "refresh_token"),
-        None => (t.access_token.as_str(), "access_token"),
-    };
-    match ac.revoke(value, hint).await {
-        Ok(asked) => asked,
-        Err(e) => {
-            tracing::warn!(api, error = %e, "the authorization server did not confirm the revocation");
-            false
-        }
-    }
-}
-
-fn upstream_token(g: Granted, old_refresh: Option<&str>) -> UpstreamToken {
-    UpstreamToken {
-        access_token: g.access_token,
-        refresh_token: g.refresh_token.or_else(|| old_refresh.map(str::to_string)),
-        expires_at: g
-            .lifetime_announced
-            .then(|| crate::store::now() + g.lifetime.as_secs() as i64),
-        scope: g.scope.unwrap_or_default(),
-    }
 }
 
 #[cfg(test)]

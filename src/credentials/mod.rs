@@ -6,7 +6,9 @@
 //!   provider, exchanged for their MCP access token (RFC 8693, on behalf of the caller).
 //! - [`authorization_code`]: a person's token for a third-party API, after they consent
 //!   once in a browser (PKCE); kept sealed in the state store and refreshed.
-//! - [`broker`]: which of these an API's config names, and the token for one call.
+//! - [`broker`]: which of these an API's config names, and the token for one call;
+//!   [`consent`]: a person's consent from link to stored token; [`renewal`]: a stored
+//!   token's renewal (once across replicas) and revocation.
 //!
 //! Tokens are used until shortly before they expire. This module knows nothing of MCP: it
 //! speaks OAuth to token endpoints and keeps per-person tokens in the state store.
@@ -14,12 +16,15 @@
 pub mod authorization_code;
 pub mod broker;
 pub mod client_credentials;
+pub mod consent;
+pub mod renewal;
 pub mod token_endpoint;
 pub mod token_exchange;
 
 pub use authorization_code::{AuthorizationCode, AuthorizationCodeSettings};
-pub use broker::{Broker, Completed, Grant, Incomplete, Person, ServerSide};
+pub use broker::{Broker, Grant, Person, ServerSide};
 pub use client_credentials::ClientCredentials;
+pub use consent::{Completed, Incomplete};
 pub use token_exchange::TokenExchange;
 
 /// A token obtained at run time, with how long it may be used: secrets masking keeps it

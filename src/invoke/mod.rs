@@ -19,6 +19,8 @@ pub mod auth;
 pub mod body;
 pub mod check;
 pub mod client;
+pub mod log_secrets;
+pub mod mask;
 pub mod outcome;
 pub mod redact;
 pub mod request;

@@ -252,6 +252,18 @@ pub fn audit_rows(state: &Path) -> Vec<(String, String, String, Option<String>)>
         .collect()
 }
 
+/// The audit log rows of a SQLite state file, oldest first: `(event, sub, client_id)`.
+pub fn audit_clients(state: &Path) -> Vec<(String, String, Option<String>)> {
+    let c = rusqlite::Connection::open(state).expect("open the state file");
+    let mut st = c
+        .prepare("SELECT event, sub, client_id FROM audit_log ORDER BY id")
+        .expect("audit query");
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("audit rows")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
 /// How many upstream tokens a SQLite state file holds for `sub`.
 pub fn stored_tokens(state: &Path, sub: &str) -> i64 {
     let c = rusqlite::Connection::open(state).expect("open the state file");
