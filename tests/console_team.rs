@@ -263,7 +263,8 @@ async fn admins_read_the_audit_log_and_people_see_their_own_apis() {
         .map(|e| e["at_ms"].as_i64().unwrap())
         .collect();
     assert!(at.windows(2).all(|w| w[0] >= w[1]), "{at:?}");
-    // Exactly these fields: nothing of the request (its arguments) or its answer.
+    // Exactly these fields: nothing of the request (its arguments) or its answer; a call's
+    // detail is empty.
     let mut fields: Vec<&str> = newest
         .as_object()
         .unwrap()
@@ -277,11 +278,18 @@ async fn admins_read_the_audit_log_and_people_see_their_own_apis() {
             "api",
             "at",
             "at_ms",
+            "client_id",
+            "detail",
             "endpoint",
+            "event",
             "latency_ms",
             "status",
             "sub"
         ]
+    );
+    assert_eq!(
+        (newest["event"].as_str(), &newest["detail"]),
+        (Some("call"), &Value::Null)
     );
 
     // ?sub= and limit narrow it.
