@@ -4,14 +4,21 @@
 //! A catalog never fails as a whole because one spec is broken: every spec that can be
 //! used is used, and every problem is reported with its file and JSON pointer.
 
+pub mod bodies;
 pub mod compact;
 pub mod config;
+pub mod describe;
 pub mod endpoint;
+pub mod family;
 pub mod fingerprint;
 pub mod naming;
 pub mod normalize;
+pub mod operation;
+pub mod parameters;
 pub mod problem;
 pub mod resolve;
+pub mod responses;
+pub mod security;
 pub mod source;
 pub mod swagger2;
 pub mod weak;

@@ -3,7 +3,7 @@
 //! request bodies carried by `body` / `formData` parameters.
 
 use super::endpoint::RequestBody;
-use super::normalize::{truthy, OpCtx};
+use super::operation::{truthy, OpCtx};
 use super::problem::Problem;
 use super::resolve::{DocId, Resolver};
 use serde_json::{json, Map, Value};

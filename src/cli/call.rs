@@ -29,7 +29,7 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     };
     let catalog = args.catalog.load()?;
     let Some(ep) = catalog.endpoints.iter().find(|e| e.tool_name == args.name) else {
-        let near = shortlist::invoke::validate::closest(
+        let near = shortlist::invoke::near::closest(
             &args.name,
             catalog.endpoints.iter().map(|e| e.tool_name.as_str()),
         );

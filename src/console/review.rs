@@ -7,7 +7,7 @@
 //! there, and *reviewed* when it is not: an `x-shortlist-*` field without its entry, or a
 //! field the original spec lacks (filled in place) without its entry.
 
-use crate::catalog::normalize::Family;
+use crate::catalog::family::Family;
 use crate::catalog::problem::push_pointer;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::{find_param, Field};
@@ -118,7 +118,7 @@ pub struct ReviewItem {
 
 /// Every item of one enriched spec (`src.path`); `original` is the spec it was made from.
 pub fn items_of(src: &SpecSource, doc: &Value, original: Option<&Value>) -> Vec<ReviewItem> {
-    let family = crate::catalog::normalize::family(&src.path, doc)
+    let family = crate::catalog::family::family(&src.path, doc)
         .map(|(f, _)| f)
         .unwrap_or(Family::OpenApi3);
     let mut out = Vec::new();

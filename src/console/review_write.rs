@@ -17,7 +17,7 @@
 //! YAML, key order) through the enricher's own writer.
 
 use super::review::{locate, refused, ParamRef, ReviewField};
-use crate::catalog::normalize::Family;
+use crate::catalog::family::Family;
 use crate::catalog::{Method, ParamLocation, SpecSource};
 use crate::enrich::apply::op_mut;
 use crate::enrich::{rejections, spec_file, MARKER, REJECTED};

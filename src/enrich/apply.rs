@@ -12,7 +12,7 @@
 //! parameter the spec forgot to declare is declared.
 
 use super::{MARKER, X_EXAMPLE};
-use crate::catalog::normalize::Family;
+use crate::catalog::family::Family;
 use crate::catalog::{Method, ParamLocation, Provenance};
 use serde_json::{json, Map, Value};
 

@@ -12,7 +12,7 @@
 
 use super::apply::{self, Field};
 use super::MARKER;
-use crate::catalog::normalize::Family;
+use crate::catalog::family::Family;
 use crate::catalog::{Method, ParamLocation};
 use serde_json::Value;
 

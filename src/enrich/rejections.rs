@@ -20,7 +20,7 @@ use super::apply::{self, Field};
 use super::carry;
 use super::context::Rejected;
 use super::{Task, REJECTED};
-use crate::catalog::normalize::Family;
+use crate::catalog::family::Family;
 use crate::catalog::{Endpoint, Method, ParamLocation};
 use serde_json::{json, Map, Value};
 

@@ -6,7 +6,7 @@
 //! Writes are atomic: a temporary file in the same folder, fsynced, then renamed over the
 //! target, so a reader (`shortlist index`, a server reloading) never sees half a spec.
 
-use crate::catalog::normalize::{family, Family};
+use crate::catalog::family::{family, Family};
 use crate::catalog::source::read_document;
 use std::io::Write;
 use std::path::{Path, PathBuf};

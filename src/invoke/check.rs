@@ -374,7 +374,7 @@ fn check_object(
         } else {
             match extra {
                 Some(Value::Bool(false)) => {
-                    let hint = super::validate::closest(&k, props.keys().map(String::as_str))
+                    let hint = super::near::closest(&k, props.keys().map(String::as_str))
                         .map(|c| format!("; did you mean '{c}'?"))
                         .unwrap_or_default();
                     push(

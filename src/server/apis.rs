@@ -137,8 +137,8 @@ impl ApiDirectory {
             .iter()
             .zip(&self.apis)
             .map(|((id, title), a)| {
-                let d = crate::invoke::validate::distance(f, id)
-                    .min(crate::invoke::validate::distance(f, title));
+                let d = crate::invoke::near::distance(f, id)
+                    .min(crate::invoke::near::distance(f, title));
                 (d, a)
             })
             .collect();

@@ -201,7 +201,7 @@ impl Served {
 
     /// The message for a name no endpoint has, with the nearest names as hints.
     pub fn unknown_tool(&self, name: &str) -> String {
-        let near = crate::invoke::validate::closest(
+        let near = crate::invoke::near::closest(
             name,
             self.shortlister
                 .index()
