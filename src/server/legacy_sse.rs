@@ -92,7 +92,10 @@ pub async fn connect(State(sse): State<Arc<LegacySse>>) -> Response {
         .insert(id.clone(), to_server);
 
     let ct = sse.shutdown.child_token();
-    let handler = ShortlistServer::for_connection(Arc::clone(&sse.state), ClientKey::sse(&id));
+    let handler = super::Observed::new(ShortlistServer::for_connection(
+        Arc::clone(&sse.state),
+        ClientKey::sse(&id),
+    ));
     {
         let sse = Arc::clone(&sse);
         let id = id.clone();

@@ -126,8 +126,10 @@ impl ServerState {
         invoker: Invoker,
         options: ServerOptions,
     ) -> ServerState {
+        let served = Served::new(shortlister, catalog, 1);
+        crate::telemetry::metrics::served(served.len(), served.apis().len());
         ServerState {
-            served: RwLock::new(Arc::new(Served::new(shortlister, catalog, 1))),
+            served: RwLock::new(Arc::new(served)),
             generations: AtomicU64::new(1),
             clients: ClientRegistry::new(options.max_tools, options.idle_expiry),
             invoker,
@@ -169,6 +171,7 @@ impl ServerState {
     pub fn replace(&self, shortlister: Shortlister, catalog: Catalog) -> u64 {
         let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
         let new = Arc::new(Served::new(shortlister, catalog, generation));
+        crate::telemetry::metrics::served(new.len(), new.apis().len());
         let mut slot = self.served.write().unwrap_or_else(PoisonError::into_inner);
         let old = Arc::clone(&slot);
         self.clients.remap(|pos| {
@@ -270,7 +273,25 @@ impl ServerState {
 
     /// `find_tools`: ranks endpoints and, in dynamic exposure, exposes them to `key`.
     /// Without a query it lists the catalog's APIs instead (see [`super::apis`]).
+    /// Each answer is timed ([`crate::telemetry::metrics::find_tools`]) and traced.
     pub async fn find(self: &Arc<Self>, caller: &Caller, args: &JsonObject) -> Found {
+        use tracing::Instrument;
+        let query = args.get("query").and_then(Value::as_str);
+        let span = crate::telemetry::trace::find_tools_span(query);
+        let started = std::time::Instant::now();
+        let found = self.find_now(caller, args).instrument(span.clone()).await;
+        crate::telemetry::metrics::find_tools(started.elapsed());
+        match found.result.get("tools").and_then(Value::as_array) {
+            Some(hits) => {
+                span.record("shortlist.hits", hits.len());
+            }
+            None if found.is_error() => crate::telemetry::trace::mark_error(&span),
+            None => {}
+        }
+        found
+    }
+
+    async fn find_now(self: &Arc<Self>, caller: &Caller, args: &JsonObject) -> Found {
         let (exposure, sight) = (caller.exposure, &caller.sight);
         match meta_tools::find_args(args, self.k_limit(exposure)) {
             Ok(FindArgs {
@@ -461,13 +482,15 @@ impl ServerState {
             self.clients.touch(&caller.key, pos);
         }
         let api_cfg = served.api_config(&ep.api);
+        let span = crate::telemetry::trace::call_tool_span(&ep.tool_name, &ep.api);
         let started = crate::store::now_ms();
         let clock = std::time::Instant::now();
         let who = crate::invoke::CallFor {
             person: caller.person.as_ref(),
             store: self.store.get(),
         };
-        let outcome = match self.invoker.call_for(ep, api_cfg, arguments, who).await {
+        let called = self.invoker.call_for(ep, api_cfg, arguments, who);
+        let outcome = match tracing::Instrument::instrument(called, span.clone()).await {
             crate::invoke::Called::Done(o) => o,
             crate::invoke::Called::Consent { api, link, state } => {
                 tracing::info!(api = %api, sub = caller.sub(), "consent asked for");
@@ -475,6 +498,10 @@ impl ServerState {
             }
         };
         tracing::debug!(tool = name, status = ?outcome.status, is_error = outcome.is_error, "tool called");
+        span.record("shortlist.is_error", outcome.is_error);
+        if outcome.is_error {
+            crate::telemetry::trace::mark_error(&span);
+        }
         if let Some(store) = self.store.get() {
             let entry = crate::store::AuditEntry {
                 at_ms: started,
@@ -490,9 +517,11 @@ impl ServerState {
             match tokio::time::timeout(wait, store.record_call(&entry)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
+                    crate::telemetry::metrics::store_error("record_call");
                     tracing::error!(error = %e, api = %entry.api, endpoint = %entry.endpoint, "audit: the call could not be recorded");
                 }
                 Err(_) => {
+                    crate::telemetry::metrics::store_error("record_call");
                     tracing::error!(api = %entry.api, endpoint = %entry.endpoint, "audit: the state store did not answer within 2 s; the call is not recorded");
                 }
             }
