@@ -69,20 +69,18 @@ fn in_session(context: &RequestContext<RoleServer>) -> bool {
         .meta
         .protocol_version()
         .or_else(|| context.protocol_version());
-    !version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    version.is_none_or(|v| v.as_str() < ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// `answer`, counted under `method` by whether it was an error.
-fn counted<'a, T: Send + 'a>(
+async fn counted<T>(
     method: &'static str,
-    answer: impl Future<Output = Result<T, McpError>> + MaybeSendFuture + 'a,
-) -> impl Future<Output = Result<T, McpError>> + MaybeSendFuture + 'a {
-    async move {
-        let result = answer.await;
-        let label = if result.is_ok() { "ok" } else { "error" };
-        crate::telemetry::metrics::mcp_request(method, label);
-        result
-    }
+    answer: impl Future<Output = Result<T, McpError>>,
+) -> Result<T, McpError> {
+    let result = answer.await;
+    let label = if result.is_ok() { "ok" } else { "error" };
+    crate::telemetry::metrics::mcp_request(method, label);
+    result
 }
 
 impl<S: ServerHandler> ServerHandler for Observed<S> {
