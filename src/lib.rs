@@ -16,4 +16,5 @@ pub mod places;
 pub mod server;
 pub mod shortlist;
 pub mod store;
+pub mod telemetry;
 pub mod text;

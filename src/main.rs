@@ -12,6 +12,9 @@ mod cli;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How logs are written to stderr: `text`, or `json` for one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = cli::logging::LogFormat::Text, env = "SHORTLIST_LOG_FORMAT")]
+    log_format: cli::logging::LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -41,12 +44,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    cli::init_logging();
     let cli = Cli::parse();
     // The commands whose start is mostly the model's session build (cli/huge_pages.rs).
+    // Before logging starts: the restart would not keep its threads.
     if matches!(cli.command, Command::Search(_) | Command::Serve(_)) {
         cli::huge_pages::restart_with_huge_pages();
     }
+    // Held to the end: dropping it flushes the spans not yet exported.
+    let _logging = cli::logging::init(cli.log_format);
     let result = match cli.command {
         Command::Check(a) => cli::check(a),
         Command::Index(a) => cli::index::run(a),

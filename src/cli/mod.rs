@@ -9,6 +9,7 @@ pub mod eval;
 pub mod huge_pages;
 pub mod index;
 pub mod install;
+pub mod logging;
 pub mod model;
 pub mod prepare;
 pub mod search;
@@ -111,19 +112,4 @@ pub fn check(args: CatalogArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Logs go to stderr (stdout belongs to results and, when serving over stdio, to the
-/// protocol). `RUST_LOG` overrides the default level.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colour codes only on a terminal: a client that captures a server's stderr (every MCP
-    // client does) would otherwise log escape sequences.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(shortlist::invoke::redact::LogWriter)
-        .with_ansi(ansi)
-        .try_init();
 }

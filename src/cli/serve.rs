@@ -94,6 +94,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(a) => Some(http_options(&args, a)?),
         None => None,
     };
+    // Metrics are read at /metrics, so recorded only when serving HTTP.
+    if http.is_some() {
+        shortlist::telemetry::metrics::install()?;
+    }
     let options = ServerOptions {
         expose: args.expose,
         max_tools: usize::from(args.max_tools),

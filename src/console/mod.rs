@@ -10,7 +10,7 @@
 //! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
 //!   endpoints behind them (documented in `docs/console.md`); [`login`]: the token as a
 //!   cookie, for browsers; [`viewer`]: who is looking (the operator, an admin, or a person
-//!   who sees only their own APIs).
+//!   who sees only their own APIs); [`metrics`]: `/metrics` for Prometheus, admins only.
 //!
 //! It is served by `shortlist console` and under `/console` of `shortlist serve --http`,
 //! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token
@@ -20,6 +20,7 @@ pub mod audit;
 pub mod health;
 pub mod html;
 pub mod login;
+pub mod metrics;
 pub mod pages;
 pub mod review;
 pub mod review_write;

@@ -121,8 +121,15 @@ impl TokenEndpoint {
     }
 
     /// Posts `form` with the client's credentials (or, for a public client, its id);
-    /// everything the server granted.
+    /// everything the server granted. Counted by grant type and result (metrics).
     pub async fn grant(&self, form: &[(&str, &str)]) -> Result<Granted, CredentialError> {
+        let granted = self.grant_uncounted(form).await;
+        let kind = form.iter().find(|(k, _)| *k == "grant_type");
+        crate::telemetry::metrics::token_request(kind.map_or("", |(_, v)| v), granted.is_ok());
+        granted
+    }
+
+    async fn grant_uncounted(&self, form: &[(&str, &str)]) -> Result<Granted, CredentialError> {
         let res = self.post(form).await?;
         let status = res.status();
         let body: serde_json::Value = res.json().await.unwrap_or_default();

@@ -319,7 +319,30 @@ impl Invoker {
         tracing::debug!(tool = %ep.tool_name, method = %req.method, url = %req.display_url, "calling upstream");
         let method = req.method.as_str();
         let display_url = req.display_url.clone();
-        match tokio::time::timeout(timeout, self.exchange(req, policy)).await {
+        let span = crate::telemetry::trace::upstream_span(
+            &ep.api,
+            method,
+            &ep.path,
+            req.url.host_str().unwrap_or_default(),
+        );
+        let started = std::time::Instant::now();
+        let exchanged = tokio::time::timeout(timeout, self.exchange(req, policy));
+        let answered = tracing::Instrument::instrument(exchanged, span.clone()).await;
+        let status = match &answered {
+            Ok(Ok((head, _))) => Some(head.status.as_u16()),
+            _ => None,
+        };
+        crate::telemetry::metrics::upstream(&ep.api, status, started.elapsed());
+        match status {
+            Some(s) => {
+                span.record("http.response.status_code", s);
+                if s >= 500 {
+                    crate::telemetry::trace::mark_error(&span);
+                }
+            }
+            None => crate::telemetry::trace::mark_error(&span),
+        }
+        match answered {
             Err(_) => CallOutcome::error(format!(
                 "upstream timed out after {} calling {method} {display_url}",
                 seconds(timeout)
@@ -367,6 +390,8 @@ impl Invoker {
         if let Some(b) = req.body {
             builder = builder.body(b.bytes);
         }
+        // The trace this request belongs to, when spans are exported (W3C traceparent).
+        builder = builder.headers(crate::telemetry::trace::context_headers());
         let mut resp = builder.send().await?;
         let final_url = resp.url().clone();
         let location = resp

@@ -21,10 +21,12 @@ pub async fn record(store: Option<&Store>, entry: AuditEntry) -> bool {
     match tokio::time::timeout(WAIT, store.record(&entry)).await {
         Ok(Ok(_)) => true,
         Ok(Err(e)) => {
+            crate::telemetry::metrics::store_error("audit");
             tracing::error!(error = %e, event = %entry.event, api = %entry.api, endpoint = %entry.endpoint, "audit: the event could not be recorded");
             false
         }
         Err(_) => {
+            crate::telemetry::metrics::store_error("audit");
             tracing::error!(event = %entry.event, api = %entry.api, endpoint = %entry.endpoint, "audit: the state store did not answer within 2 s; the event is not recorded");
             false
         }
@@ -47,8 +49,14 @@ pub async fn begin(store: Option<&Store>, entry: AuditEntry) -> Result<i64, Stri
     };
     match tokio::time::timeout(WAIT, store.record(&entry)).await {
         Ok(Ok(id)) => Ok(id),
-        Ok(Err(e)) => Err(refusal(e.to_string())),
-        Err(_) => Err(refusal("the state store did not answer within 2 s".into())),
+        Ok(Err(e)) => {
+            crate::telemetry::metrics::store_error("audit");
+            Err(refusal(e.to_string()))
+        }
+        Err(_) => {
+            crate::telemetry::metrics::store_error("audit");
+            Err(refusal("the state store did not answer within 2 s".into()))
+        }
     }
 }
 

@@ -24,8 +24,7 @@ use super::state::{error_result, json_result, CallResult, Caller, ServerState};
 use super::visibility::Sight;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InputResponses, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -239,14 +238,9 @@ fn era(ctx: &RequestContext<RoleServer>) -> Era {
 
 impl ServerHandler for ShortlistServer {
     fn get_info(&self) -> ServerConfig {
-        let tools = ServerCapabilities::builder().enable_tools();
-        // Said only where a list can change (a session's shortlist, the catalog after a
-        // reload); elsewhere it would invite useless refetches.
-        let capabilities = if self.state.lists_change() {
-            tools.enable_tool_list_changed().build()
-        } else {
-            tools.build()
-        };
+        // `listChanged` only where a list can change (a session's shortlist, the catalog
+        // after a reload); elsewhere it would invite useless refetches.
+        let capabilities = super::observed::capabilities(self.state.lists_change());
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("shortlist", env!("CARGO_PKG_VERSION"))

@@ -83,7 +83,11 @@ pub fn router(
     let owners = super::sessions::SessionOwners::new(Arc::clone(&sessions));
     owners.spawn_sweeper(shutdown.clone());
     let mcp = StreamableHttpService::new(
-        move || Ok(ShortlistServer::for_http(Arc::clone(&mcp_state))),
+        move || {
+            Ok(super::Observed::new(ShortlistServer::for_http(Arc::clone(
+                &mcp_state,
+            ))))
+        },
         sessions,
         config,
     );
@@ -161,7 +165,10 @@ pub fn router(
 /// page sets).
 fn console_routes(state: Arc<ServerState>, guard: &Guard) -> Router {
     use crate::console::{login, routes, Console};
-    let app = routes::router(Console::new(state)).merge(login::router(guard.clone()));
+    let console = Console::new(state);
+    let app = routes::router(Arc::clone(&console))
+        .merge(crate::console::metrics::router(console))
+        .merge(login::router(guard.clone()));
     let app = if guard.requires_token() {
         app.layer(axum::middleware::from_fn_with_state(
             guard.clone(),

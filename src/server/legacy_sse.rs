@@ -111,7 +111,10 @@ pub async fn connect(
         .insert(id.clone(), Connection { to_server, owner });
 
     let ct = sse.shutdown.child_token();
-    let handler = ShortlistServer::for_connection(Arc::clone(&sse.state), ClientKey::sse(&id));
+    let handler = super::Observed::new(ShortlistServer::for_connection(
+        Arc::clone(&sse.state),
+        ClientKey::sse(&id),
+    ));
     {
         let sse = Arc::clone(&sse);
         let id = id.clone();

@@ -7,6 +7,8 @@
 //! - [`clients`]: each client's exposed set (capped, least recently used leave, idle
 //!   expiry) and its notification channels;
 //! - [`handler`]: the rmcp `ServerHandler`, one per connection, session or request;
+//!   [`observed`]: what every request passes through on its way to it (declared methods
+//!   only, `logging/setLevel`, request counts);
 //! - [`tools`], [`meta_tools`], [`apis`], [`discovery`], [`outcome`]: what clients see;
 //! - [`memory`]: freed memory goes back to the system when clients leave;
 //! - transports: stdio ([`serve_stdio`]), streamable HTTP and legacy SSE ([`http`],
@@ -29,6 +31,7 @@ pub mod legacy_sse;
 pub mod memory;
 pub mod meta_tools;
 pub mod oauth;
+pub mod observed;
 pub mod outcome;
 pub mod parse_error;
 pub mod probes;
@@ -45,6 +48,7 @@ pub use clients::{ClientKey, ClientRegistry};
 pub use exposure::{Era, Expose, Exposure};
 pub use handler::ShortlistServer;
 pub use http::HttpOptions;
+pub use observed::Observed;
 pub use reload::{CatalogSource, WatchOptions};
 pub use served::Served;
 pub use state::{ServerOptions, ServerState};
@@ -59,7 +63,7 @@ pub async fn serve_stdio(
     state: Arc<ServerState>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let handler = ShortlistServer::for_connection(state, ClientKey::stdio());
+    let handler = Observed::new(ShortlistServer::for_connection(state, ClientKey::stdio()));
     let running = match handler
         .serve_with_ct(rmcp::transport::stdio(), shutdown)
         .await

@@ -86,6 +86,7 @@ pub async fn reload(state: &Arc<ServerState>, source: &Arc<dyn CatalogSource>) -
     let (shortlister, catalog) = match built {
         Ok(Ok(parts)) => parts,
         Ok(Err(e)) => {
+            crate::telemetry::metrics::reload(false, started.elapsed());
             tracing::error!(error = %format!("{e:#}"), generation = state.served().generation(), "catalog reload failed; the previous catalog is still served");
             eprintln!(
                 "shortlist: catalog reload failed, still serving the previous catalog: {e:#}"
@@ -93,12 +94,14 @@ pub async fn reload(state: &Arc<ServerState>, source: &Arc<dyn CatalogSource>) -
             return None;
         }
         Err(e) => {
+            crate::telemetry::metrics::reload(false, started.elapsed());
             tracing::error!(error = %e, "catalog reload task failed");
             return None;
         }
     };
     let endpoints = shortlister.len();
     let generation = state.replace(shortlister, catalog);
+    crate::telemetry::metrics::reload(true, started.elapsed());
     eprintln!(
         "shortlist: catalog reloaded: {endpoints} endpoint(s) in {:.1} s (generation {generation})",
         started.elapsed().as_secs_f64()

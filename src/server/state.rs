@@ -133,8 +133,10 @@ impl ServerState {
         invoker: Invoker,
         options: ServerOptions,
     ) -> ServerState {
+        let served = Served::new(shortlister, catalog, 1);
+        crate::telemetry::metrics::served(served.len(), served.apis().len());
         ServerState {
-            served: RwLock::new(Arc::new(Served::new(shortlister, catalog, 1))),
+            served: RwLock::new(Arc::new(served)),
             generations: AtomicU64::new(1),
             clients: ClientRegistry::new(options.max_tools, options.idle_expiry),
             invoker,
@@ -176,6 +178,7 @@ impl ServerState {
     pub fn replace(&self, shortlister: Shortlister, catalog: Catalog) -> u64 {
         let generation = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
         let new = Arc::new(Served::new(shortlister, catalog, generation));
+        crate::telemetry::metrics::served(new.len(), new.apis().len());
         let mut slot = self.served.write().unwrap_or_else(PoisonError::into_inner);
         let old = Arc::clone(&slot);
         self.clients.remap(|pos| {
@@ -278,7 +281,25 @@ impl ServerState {
 
     /// `find_tools`: ranks endpoints and, in dynamic exposure, exposes them to `key`.
     /// Without a query it lists the catalog's APIs instead (see [`super::apis`]).
+    /// Each answer is timed ([`crate::telemetry::metrics::find_tools`]) and traced.
     pub async fn find(self: &Arc<Self>, caller: &Caller, args: &JsonObject) -> Found {
+        use tracing::Instrument;
+        let query = args.get("query").and_then(Value::as_str);
+        let span = crate::telemetry::trace::find_tools_span(query);
+        let started = std::time::Instant::now();
+        let found = self.find_now(caller, args).instrument(span.clone()).await;
+        crate::telemetry::metrics::find_tools(started.elapsed());
+        match found.result.get("tools").and_then(Value::as_array) {
+            Some(hits) => {
+                span.record("shortlist.hits", hits.len());
+            }
+            None if found.is_error() => crate::telemetry::trace::mark_error(&span),
+            None => {}
+        }
+        found
+    }
+
+    async fn find_now(self: &Arc<Self>, caller: &Caller, args: &JsonObject) -> Found {
         let (exposure, sight) = (caller.exposure, &caller.sight);
         match meta_tools::find_args(args, self.k_limit(exposure)) {
             Ok(FindArgs {
@@ -472,6 +493,7 @@ impl ServerState {
             self.clients.touch(&caller.key, pos);
         }
         let api_cfg = served.api_config(&ep.api);
+        let span = crate::telemetry::trace::call_tool_span(&ep.tool_name, &ep.api);
         let store = self.store.get();
         let mut entry = caller.audit(Event::Call, &ep.api).on(&ep.tool_name);
         let required = served
@@ -494,7 +516,8 @@ impl ServerState {
             store,
             client_id: caller.client_id.as_deref(),
         };
-        let outcome = match self.invoker.call_for(ep, api_cfg, arguments, who).await {
+        let called = self.invoker.call_for(ep, api_cfg, arguments, who);
+        let outcome = match tracing::Instrument::instrument(called, span.clone()).await {
             crate::invoke::Called::Done(o) => o,
             crate::invoke::Called::Consent { api, link, state } => {
                 tracing::info!(api = %api, sub = caller.sub(), "consent asked for");
@@ -507,6 +530,10 @@ impl ServerState {
             }
         };
         tracing::debug!(tool = name, status = ?outcome.status, is_error = outcome.is_error, "tool called");
+        span.record("shortlist.is_error", outcome.is_error);
+        if outcome.is_error {
+            crate::telemetry::trace::mark_error(&span);
+        }
         let status = outcome.status.unwrap_or(0);
         let latency = u32::try_from(clock.elapsed().as_millis()).unwrap_or(u32::MAX);
         if let Some(id) = recorded {
