@@ -192,7 +192,7 @@ async fn prometheus_scrapes_metrics_that_move_with_calls() {
     let fx = Fixture::with_apis_and(
         &[("tmdb", &up.base_url())],
         &format!(
-            "\n[[api]]\nid = \"machine\"\nspec = {spec:?}\nbase_url = {:?}\n\
+            "\n[[api]]\nid = \"machine\"\nspec = {spec:?}\nbase_url = {:?}\nallow_private = true\n\
              auth = {{ kind = \"client_credentials\", token_url = \"{}/token\", \
              client_id = \"carol\", client_secret_env = \"OPS_TEST_CAROL_SECRET\" }}\n\
              \n[auth]\nissuer = {:?}\naudience = {audience:?}\n\
