@@ -18,39 +18,31 @@
 //! unchanged catalog costs no model time, and editing one endpoint costs one embedding.
 //!
 //! An index of an earlier format (format 1: `records.json`, `vectors.f32`; format 2: no
-//! ranking tables) is not read for search; building over it reuses its vectors, so
-//! upgrading re-embeds nothing.
+//! ranking tables) is not read for search; building over it reuses its vectors
+//! ([`super::salvage`]), so upgrading re-embeds nothing. The files' layout and errors are
+//! in [`super::layout`] and [`super::docs_file`]; [`super::generations`] owns a
+//! generation's life (find the live one, begin a new one, commit it, clean up).
 
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::collections::HashSet;
+use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::binfile::{self, Damaged, Reader, Writer};
+use super::binfile::Reader;
+use super::docs_file::{decode_texts, encode_docs, range_in, read_docs_file};
 use super::embedder::{EmbedError, Embedder, BATCH_SIZE};
 use super::generations::Generations;
+use super::layout::{corrupt, io_err, read_manifest, write_synced, DOCS, MANIFEST, VECTORS};
+pub use super::layout::{Manifest, StoreError, FORMAT_VERSION};
 use super::lexical::Bm25;
 use super::records::LazyRecords;
-use super::vectors::{VectorError, VectorIndex};
-
-/// Version of the on-disk layout. An index of another version is rebuilt (reusing the
-/// vectors of formats 1 and 2), never read for search.
-pub const FORMAT_VERSION: u32 = 3;
-/// The format before the ranking tables: same files, one section fewer in `docs.bin`.
-const FORMAT_2: u32 = 2;
-
-const MANIFEST: &str = "manifest.json";
-const DOCS: &str = "docs.bin";
-const VECTORS: &str = "vectors.usearch";
-const DOCS_MAGIC: &[u8; 8] = b"SLSTDOCS";
-/// Files of format 1, read only to reuse their vectors.
-const V1_VECTORS: &str = "vectors.f32";
+use super::salvage::Previous;
+use super::vectors::VectorIndex;
 
 /// Anything that turns texts into vectors. [`Embedder`] is the real one; tests use fakes
 /// that count calls.
@@ -75,52 +67,6 @@ impl TextEmbedder for Embedder {
     }
 }
 
-/// Errors of opening or building the index.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A file of the index could not be read or written.
-    #[error("index file {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    /// A file exists but does not hold what it should.
-    #[error("index file {path} is damaged: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
-    /// The index was written by another version of shortlist.
-    #[error("the index in {path} has format {found}, this shortlist reads format {expected}: run `shortlist index` to rebuild it (vectors are reused, the enrichment cache is kept)")]
-    OldFormat {
-        path: PathBuf,
-        found: u32,
-        expected: u32,
-    },
-    /// A record could not be serialised (e.g. a map with non-string keys).
-    #[error("cannot encode the index records: {0}")]
-    Encode(String),
-    /// Two docs share a key.
-    #[error("two endpoints share the key {0:?}; keys must be unique")]
-    DuplicateKey(String),
-    /// The embedder failed.
-    #[error(transparent)]
-    Embed(#[from] EmbedError),
-    /// Vectors of the wrong size, usearch failures.
-    #[error(transparent)]
-    Vector(#[from] VectorError),
-}
-
-impl From<Damaged> for StoreError {
-    fn from(d: Damaged) -> StoreError {
-        StoreError::Corrupt {
-            path: d.path,
-            reason: d.reason,
-        }
-    }
-}
-
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// One document to index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedDoc<T> {
@@ -133,49 +79,6 @@ pub struct IndexedDoc<T> {
     pub lexical_only: String,
     /// What search results refer to.
     pub record: T,
-}
-
-/// The manifest of a generation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// [`FORMAT_VERSION`] of the writer.
-    pub format_version: u32,
-    /// [`TextEmbedder::model_id`] of the vectors.
-    pub model_id: String,
-    /// Vector length.
-    pub dim: usize,
-    /// Version of the doc-text recipe the texts were built with.
-    pub doc_text_version: u32,
-    /// Number of docs.
-    pub count: usize,
-    /// sha256 of the records' JSON, so an unchanged catalog is recognised without reading
-    /// the records back.
-    pub records_digest: String,
-    /// The caller's digest of what the docs were made from (for a catalog, its config and
-    /// spec files: `crate::catalog::sources_digest`), so that a start can tell the index is
-    /// current without making the docs again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sources: Option<String>,
-}
-
-/// Only the format, to tell an old index from a damaged one.
-#[derive(Deserialize)]
-struct FormatOnly {
-    format_version: u32,
-}
-
-/// Format 1's manifest: what is needed to reuse its vectors.
-#[derive(Deserialize)]
-struct ManifestV1 {
-    model_id: String,
-    dim: usize,
-    entries: Vec<EntryV1>,
-}
-
-#[derive(Deserialize)]
-struct EntryV1 {
-    content_hash: String,
-    vector_id: usize,
 }
 
 /// What a build did.
@@ -226,75 +129,6 @@ pub struct IndexStore<T> {
     texts: OnceLock<Vec<String>>,
     text_range: Range<usize>,
     extra_range: Range<usize>,
-}
-
-/// The parts of `docs.bin`, each a length-prefixed section so a reader can skip what it
-/// does not need.
-struct DocsFile<'a> {
-    keys: Vec<&'a str>,
-    hashes: Vec<[u8; 32]>,
-    bm25: &'a [u8],
-    records: &'a [u8],
-    texts: &'a [u8],
-    /// Bytes a caller stored with the index (empty in format 2).
-    extra: &'a [u8],
-}
-
-/// `docs.bin` of the current format, or of format 2 when `accept_2` (to reuse its vectors).
-fn read_docs_file<'a>(
-    buf: &'a [u8],
-    path: &'a Path,
-    accept_2: bool,
-) -> Result<DocsFile<'a>, Damaged> {
-    let (mut r, version) = Reader::open(buf, path, DOCS_MAGIC)?;
-    if version != FORMAT_VERSION && !(accept_2 && version == FORMAT_2) {
-        return Err(r.damaged(format!("format {version}, expected {FORMAT_VERSION}")));
-    }
-    let mut ids = Reader::open_section(r.bytes()?, path);
-    let n = ids.count(40)?;
-    let mut keys = Vec::with_capacity(n);
-    let mut hashes = Vec::with_capacity(n);
-    for _ in 0..n {
-        keys.push(ids.str()?);
-        let h = ids.bytes()?;
-        hashes.push(
-            h.try_into()
-                .map_err(|_| ids.damaged("a content hash is not 32 bytes"))?,
-        );
-    }
-    let bm25 = r.bytes()?;
-    let records = r.bytes()?;
-    let texts = r.bytes()?;
-    let extra = if version == FORMAT_2 {
-        &[][..]
-    } else {
-        r.bytes()?
-    };
-    if !r.at_end() {
-        return Err(r.damaged("trailing bytes"));
-    }
-    Ok(DocsFile {
-        keys,
-        hashes,
-        bm25,
-        records,
-        texts,
-        extra,
-    })
-}
-
-/// Where `part` (a slice of `whole`) lies in it.
-fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
-    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
-    start..start + part.len()
-}
-
-fn decode_texts(path: &Path, section: &[u8]) -> Result<Vec<String>, Damaged> {
-    let mut r = Reader::open_section(section, path);
-    let (n, blocks) = binfile::read_blocks(&mut r)?;
-    binfile::decode_blocks(path, n, &blocks, |b| {
-        String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
-    })
 }
 
 impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
@@ -377,7 +211,11 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> IndexStore<T> {
         let model_id = embedder.model_id().to_string();
         let gens = Generations::new(data_dir);
         let phase = Phases::start();
-        let mut previous = Previous::load(&gens);
+        let mut previous = gens
+            .current()
+            .ok()
+            .flatten()
+            .and_then(|dir| Previous::load(&dir));
         phase.done("previous generation read");
         let compatible = previous
             .as_ref()
@@ -531,165 +369,6 @@ impl Phases {
     }
 }
 
-/// `docs.bin`: keys and hashes, BM25, records, texts, the caller's extra bytes.
-fn encode_docs(
-    keys: &[String],
-    hashes: &[[u8; 32]],
-    bm25: &Bm25,
-    record_json: &[Vec<u8>],
-    texts: &[String],
-    extra: &[u8],
-) -> Result<Vec<u8>, StoreError> {
-    let mut w = Writer::new(DOCS_MAGIC, FORMAT_VERSION);
-    let mut ids = Writer::section();
-    ids.u64(keys.len() as u64);
-    for (k, h) in keys.iter().zip(hashes) {
-        ids.str(k);
-        ids.bytes(h);
-    }
-    w.bytes(&ids.finish());
-    let mut lex = Writer::section();
-    bm25.write(&mut lex);
-    w.bytes(&lex.finish());
-    let mut recs = Writer::section();
-    binfile::write_blocks(&mut recs, record_json, |j, out| {
-        out.extend_from_slice(j);
-        Ok(())
-    })
-    .map_err(StoreError::Encode)?;
-    w.bytes(&recs.finish());
-    let mut txt = Writer::section();
-    binfile::write_blocks(&mut txt, texts, |t, out| {
-        out.extend_from_slice(t.as_bytes());
-        Ok(())
-    })
-    .map_err(StoreError::Encode)?;
-    w.bytes(&txt.finish());
-    w.bytes(extra);
-    Ok(w.finish())
-}
-
-/// The live generation as far as a build can reuse it: its keys, content hashes and
-/// vectors, of the current format or of format 1.
-struct Previous {
-    /// `None` for format 1.
-    manifest: Option<Manifest>,
-    model_id: String,
-    dim: usize,
-    keys: Vec<String>,
-    hashes: Vec<[u8; 32]>,
-    /// What the caller stored with it (empty for formats 1 and 2).
-    extra: Vec<u8>,
-    rows: HashMap<[u8; 32], usize>,
-    vectors: PreviousVectors,
-}
-
-enum PreviousVectors {
-    Store(VectorIndex),
-    Flat(Vec<f32>),
-}
-
-impl Previous {
-    /// Anything unreadable just means there is nothing to reuse.
-    fn load(gens: &Generations) -> Option<Previous> {
-        let dir = gens.current().ok().flatten()?;
-        let result = Self::load_recent(&dir).or_else(|e| match Self::load_v1(&dir) {
-            Some(p) => {
-                tracing::info!("upgrading an index of format 1: its vectors are reused");
-                Ok(p)
-            }
-            None => Err(e),
-        });
-        match result {
-            Ok(p) => Some(p),
-            Err(e) => {
-                tracing::warn!(error = %e, "the previous index cannot be read; rebuilding from scratch");
-                None
-            }
-        }
-    }
-
-    /// The current format or format 2, whose vectors and hashes are laid out the same.
-    fn load_recent(dir: &Path) -> Result<Previous, StoreError> {
-        let path = dir.join(MANIFEST);
-        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e))?;
-        if manifest.format_version == FORMAT_2 {
-            tracing::info!("upgrading an index of format 2: its vectors are reused");
-        }
-        let path = dir.join(DOCS);
-        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-        let docs = read_docs_file(&bytes, &path, manifest.format_version == FORMAT_2)?;
-        let vectors = VectorIndex::open(&dir.join(VECTORS), manifest.dim, docs.keys.len())?;
-        let rows = docs
-            .hashes
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (*h, i))
-            .collect();
-        Ok(Previous {
-            model_id: manifest.model_id.clone(),
-            dim: manifest.dim,
-            manifest: Some(manifest),
-            keys: docs.keys.iter().map(|k| k.to_string()).collect(),
-            extra: docs.extra.to_vec(),
-            hashes: docs.hashes,
-            rows,
-            vectors: PreviousVectors::Store(vectors),
-        })
-    }
-
-    fn load_v1(dir: &Path) -> Option<Previous> {
-        let bytes = std::fs::read(dir.join(MANIFEST)).ok()?;
-        if serde_json::from_slice::<FormatOnly>(&bytes)
-            .ok()?
-            .format_version
-            != 1
-        {
-            return None;
-        }
-        let m: ManifestV1 = serde_json::from_slice(&bytes).ok()?;
-        let flat = std::fs::read(dir.join(V1_VECTORS)).ok()?;
-        if flat.len() != m.entries.len() * m.dim * 4 {
-            return None;
-        }
-        let data: Vec<f32> = flat
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let mut rows = HashMap::new();
-        for e in &m.entries {
-            let mut h = [0u8; 32];
-            if hex::decode_to_slice(&e.content_hash, &mut h).is_ok()
-                && e.vector_id < m.entries.len()
-            {
-                rows.insert(h, e.vector_id);
-            }
-        }
-        Some(Previous {
-            manifest: None,
-            model_id: m.model_id,
-            dim: m.dim,
-            keys: Vec::new(),
-            hashes: Vec::new(),
-            extra: Vec::new(),
-            rows,
-            vectors: PreviousVectors::Flat(data),
-        })
-    }
-
-    /// The stored vector of a text with this content hash.
-    fn vector(&self, hash: &[u8; 32]) -> Option<Vec<f32>> {
-        let &row = self.rows.get(hash)?;
-        match &self.vectors {
-            PreviousVectors::Store(v) => v.row(row),
-            PreviousVectors::Flat(data) => data
-                .get(row * self.dim..(row + 1) * self.dim)
-                .map(<[f32]>::to_vec),
-        }
-    }
-}
-
 impl<T: DeserializeOwned + Send + Sync> IndexStore<T> {
     /// The record at doc position `i`, decoded on first use; `None` past the end or when
     /// its block of the index file is damaged (logged).
@@ -810,37 +489,6 @@ impl<T> IndexStore<T> {
     pub fn lexical(&self) -> &Bm25 {
         &self.bm25
     }
-}
-
-fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
-    let path = dir.join(MANIFEST);
-    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-    match serde_json::from_slice::<FormatOnly>(&bytes) {
-        Ok(f) if f.format_version != FORMAT_VERSION => {
-            return Err(StoreError::OldFormat {
-                path: dir.parent().unwrap_or(dir).to_path_buf(),
-                found: f.format_version,
-                expected: FORMAT_VERSION,
-            })
-        }
-        _ => {}
-    }
-    serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e))
-}
-
-fn corrupt(path: &Path, reason: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt {
-        path: path.to_path_buf(),
-        reason: reason.to_string(),
-    }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let file = File::create(path).map_err(io_err(path))?;
-    let mut w = BufWriter::new(file);
-    w.write_all(bytes).map_err(io_err(path))?;
-    let file = w.into_inner().map_err(|e| io_err(path)(e.into_error()))?;
-    file.sync_all().map_err(io_err(path))
 }
 
 #[cfg(test)]

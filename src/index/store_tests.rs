@@ -1,7 +1,10 @@
 //! Tests of [`super`]: incremental builds, crash safety, and a round trip with the real model.
 
 use super::*;
+use crate::index::binfile::Writer;
 use crate::index::embedder::test_embedder;
+use crate::index::layout::{DOCS_MAGIC, V1_VECTORS};
+use crate::index::vectors::VectorError;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
