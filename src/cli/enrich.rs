@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use shortlist::catalog::{self, CatalogConfig, EnrichConfig};
 use shortlist::enrich::llm::{ApiKey, JsonMode, LlmConfig};
 use shortlist::enrich::prompts::Prompts;
-use shortlist::enrich::run::{summary_json, Counts};
+use shortlist::enrich::summary::{summary_json, Counts};
 use shortlist::enrich::{self as en, EnrichOptions, Generator, Only, Progress, Summary, Task};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

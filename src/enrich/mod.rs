@@ -24,12 +24,14 @@
 pub mod answers;
 pub mod apply;
 pub mod batch;
+pub mod batch_prompt;
 pub mod cache;
 pub mod carry;
 pub mod check;
 pub mod context;
 pub mod date;
 pub mod degrade;
+pub mod finish;
 pub mod generate;
 pub mod heuristic;
 pub mod heuristic_examples;
@@ -40,10 +42,13 @@ pub mod prompts;
 pub mod rejections;
 pub mod run;
 pub mod schema_check;
+pub mod screen;
 pub mod spec_file;
+pub mod summary;
 pub mod yaml_out;
 
-pub use run::{enrich, EnrichOptions, Generator, Progress, Summary};
+pub use run::{enrich, EnrichOptions, Generator, Progress};
+pub use summary::Summary;
 
 use serde::{Deserialize, Serialize};
 
