@@ -86,32 +86,6 @@ async fn login(State(guard): State<Guard>, body: axum::body::Bytes) -> Response 
         .into_response()
 }
 
-/// The console session cookie's value for a session ending at `expires` (seconds since
-/// the Unix epoch): `v1.<expires>.<signature>`, signed with `key` (derived from the
-/// server's token).
-pub fn session_value(key: &[u8; 32], expires: i64) -> String {
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
-    let sig = ring::hmac::sign(&key, format!("console\0{expires}").as_bytes());
-    format!("v1.{expires}.{}", hex::encode(sig.as_ref()))
-}
-
-/// Whether `value` is a session cookie signed with `key` that has not ended (the
-/// signature compared in constant time).
-pub fn session_valid(key: &[u8; 32], value: &str) -> bool {
-    let mut parts = value.splitn(3, '.');
-    let (Some("v1"), Some(exp), Some(sig)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    let (Ok(exp), Ok(sig)) = (exp.parse::<i64>(), hex::decode(sig)) else {
-        return false;
-    };
-    if exp <= crate::store::now() {
-        return false;
-    }
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
-    ring::hmac::verify(&key, format!("console\0{exp}").as_bytes(), &sig).is_ok()
-}
-
 /// The session cookie's value, if the request has one.
 fn cookie_value(req: &Request) -> Option<String> {
     req.headers()

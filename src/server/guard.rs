@@ -85,16 +85,14 @@ impl Guard {
     /// ended. A server without a token has no sessions.
     pub fn session_valid(&self, value: &str) -> bool {
         match &self.session_key {
-            Some(k) => crate::console::login::session_valid(k, value),
+            Some(k) => session_valid(k, value),
             None => false,
         }
     }
 
     /// A console session cookie value ending at `expires`, or `None` without a token.
     pub fn session_value(&self, expires: i64) -> Option<String> {
-        self.session_key
-            .as_ref()
-            .map(|k| crate::console::login::session_value(k, expires))
+        self.session_key.as_ref().map(|k| session_value(k, expires))
     }
 
     /// Whether the request's `Authorization` header carries the token (always true
@@ -159,6 +157,32 @@ impl Guard {
 
 fn normalize(host: &str) -> String {
     host.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+/// The console session cookie's value for a session ending at `expires` (seconds since
+/// the Unix epoch): `v1.<expires>.<signature>`, signed with `key` (derived from the
+/// server's token).
+fn session_value(key: &[u8; 32], expires: i64) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    let sig = ring::hmac::sign(&key, format!("console\0{expires}").as_bytes());
+    format!("v1.{expires}.{}", hex::encode(sig.as_ref()))
+}
+
+/// Whether `value` is a session cookie signed with `key` that has not ended (the
+/// signature compared in constant time).
+fn session_valid(key: &[u8; 32], value: &str) -> bool {
+    let mut parts = value.splitn(3, '.');
+    let (Some("v1"), Some(exp), Some(sig)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(exp), Ok(sig)) = (exp.parse::<i64>(), hex::decode(sig)) else {
+        return false;
+    };
+    if exp <= crate::store::now() {
+        return false;
+    }
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::verify(&key, format!("console\0{exp}").as_bytes(), &sig).is_ok()
 }
 
 /// Middleware: 401 without the token.
