@@ -61,8 +61,16 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         max_tools: usize::from(args.max_tools),
         ..ServerOptions::default()
     };
-    let store = store_location(&args)?;
-    let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, false)?;
+    let cfg = args.catalog.config()?;
+    let store = store_location(&args, &cfg)?;
+    let (state, digest) = load_state(
+        &cfg,
+        &args.catalog,
+        &args.model,
+        args.variant,
+        options,
+        false,
+    )?;
     let source = super::serve::Source {
         catalog: args.catalog.clone(),
         model: args.model.clone(),
@@ -97,10 +105,12 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
 
 /// The store `--state` names, else the default file when it exists: a console that only
 /// looks must not leave an empty store behind where `serve` would later open its own.
-fn store_location(args: &ConsoleArgs) -> anyhow::Result<Option<shortlist::store::Location>> {
+fn store_location(
+    args: &ConsoleArgs,
+    cfg: &shortlist::catalog::CatalogConfig,
+) -> anyhow::Result<Option<shortlist::store::Location>> {
     use shortlist::store::Location;
-    let cfg = args.catalog.config()?;
-    let data_dir = args.catalog.data_dir(Some(&cfg))?;
+    let data_dir = args.catalog.data_dir(Some(cfg))?;
     let location = Location::parse(args.state.as_deref(), &data_dir);
     let given = args.state.as_deref().is_some_and(|s| !s.trim().is_empty());
     Ok(match location {

@@ -72,14 +72,19 @@ impl CatalogArgs {
 
     /// Loads the catalog, printing one line per problem on stderr.
     pub fn load(&self) -> anyhow::Result<Catalog> {
-        let cfg = self.config()?;
-        let catalog = Catalog::load(&cfg);
-        report_problems(&catalog);
-        if catalog.endpoints.is_empty() {
-            anyhow::bail!("the catalog holds no usable endpoint");
-        }
-        Ok(catalog)
+        load_catalog(&self.config()?)
     }
+}
+
+/// Loads the catalog `cfg` describes, printing one line per problem on stderr; an error
+/// when no endpoint is left.
+pub fn load_catalog(cfg: &CatalogConfig) -> anyhow::Result<Catalog> {
+    let catalog = Catalog::load(cfg);
+    report_problems(&catalog);
+    if catalog.endpoints.is_empty() {
+        anyhow::bail!("the catalog holds no usable endpoint");
+    }
+    Ok(catalog)
 }
 
 /// Problems go to stderr, one line each; a summary names the skipped specs.

@@ -9,7 +9,7 @@
 use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
-use shortlist::catalog::Catalog;
+use shortlist::catalog::{Catalog, CatalogConfig};
 use shortlist::index::catalog_index::{self, EndpointIndex};
 use shortlist::index::doc_text::DocVariant;
 use shortlist::index::{BuildStats, Embedder};
@@ -49,22 +49,22 @@ pub fn report_step(line: &str, message: &str) {
     }
 }
 
-/// Opens the index of `catalog_args` if it is current, else loads the catalog and builds
-/// or updates it. With `trust_unchanged`, an index built from exactly these spec files and
+/// Opens the index of `catalog_args` (whose config, read once by the caller, is `cfg`) if
+/// it is current, else loads the catalog and builds or updates it. With `trust_unchanged`, an index built from exactly these spec files and
 /// config is opened without reading a spec, whose problems were reported when it was built;
 /// without it (the console, which shows the catalog's problems) the catalog is always loaded.
 /// The model loads (about half a second) while the index opens.
 pub fn prepare(
+    cfg: &CatalogConfig,
     catalog_args: &CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
     trust_unchanged: bool,
 ) -> anyhow::Result<Prepared> {
-    let cfg = catalog_args.config()?;
-    let data_dir = catalog_args.data_dir(Some(&cfg))?;
+    let data_dir = catalog_args.data_dir(Some(cfg))?;
     let (current, embedder) = std::thread::scope(|s| {
-        let loading = s.spawn(|| model.load(Some(&cfg)));
-        let current = shortlist::catalog::sources_digest(&cfg)
+        let loading = s.spawn(|| model.load(Some(cfg)));
+        let current = shortlist::catalog::sources_digest(cfg)
             .filter(|_| trust_unchanged)
             .and_then(|d| catalog_index::open_if_current(&data_dir, &d, variant))
             .and_then(|index| {
@@ -85,7 +85,7 @@ pub fn prepare(
         Some((tables, index)) => {
             // No spec is read, but what the config itself gets wrong (a file gone, an id
             // two entries claim) is said at every start.
-            let catalog = Catalog::config_only(&cfg);
+            let catalog = Catalog::config_only(cfg);
             super::report_problems(&catalog);
             Prepared {
                 data_dir,
@@ -100,7 +100,7 @@ pub fn prepare(
             }
         }
         None => {
-            let catalog = catalog_args.load()?;
+            let catalog = super::load_catalog(cfg)?;
             let (index, stats) =
                 catalog_index::build(&catalog, &data_dir, &embedder, variant, report_progress)
                     .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;

@@ -49,7 +49,8 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
         || !args.catalog.paths.is_empty()
     {
         let started = std::time::Instant::now();
-        let p = prepare(&args.catalog, &args.model, args.variant, true)?;
+        let cfg = args.catalog.config()?;
+        let p = prepare(&cfg, &args.catalog, &args.model, args.variant, true)?;
         let tables = match p.tables {
             Some(t) => t,
             None => Shortlister::tables_of(&p.index)

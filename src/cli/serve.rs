@@ -89,9 +89,11 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // The config is read once here and handed down; a reload reads it once more.
+    let cfg = args.catalog.config()?;
     // Validate the transport options before the slow part, so a typo fails at once.
     let http = match &args.http {
-        Some(a) => Some(http_options(&args, a)?),
+        Some(a) => Some(http_options(&args, &cfg, a)?),
         None => None,
     };
     // Metrics are read at /metrics, so recorded only when serving HTTP.
@@ -108,7 +110,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         page_size: usize::from(args.page_size),
         answer_tokens: usize::from(args.answer_tokens),
     };
-    let (state, digest) = load_state(&args.catalog, &args.model, args.variant, options, true)?;
+    let (state, digest) = load_state(
+        &cfg,
+        &args.catalog,
+        &args.model,
+        args.variant,
+        options,
+        true,
+    )?;
     let source = Source {
         catalog: args.catalog.clone(),
         model: args.model.clone(),
@@ -121,7 +130,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let store = (http.is_some() || args.state.is_some())
         .then(|| -> anyhow::Result<_> {
-            let cfg = args.catalog.config()?;
             let data_dir = args.catalog.data_dir(Some(&cfg))?;
             Ok(shortlist::store::Location::parse(
                 args.state.as_deref(),
@@ -170,8 +178,9 @@ impl server::CatalogSource for Source {
         // A model of its own: the served one keeps answering queries meanwhile. Problems
         // are reported as at start; a catalog left with no endpoint is an error, so the one
         // served stays.
+        let cfg = self.catalog.config()?;
         let (shortlister, catalog, stats) =
-            ranked_catalog(&self.catalog, &self.model, self.variant, true)?;
+            ranked_catalog(&cfg, &self.catalog, &self.model, self.variant, true)?;
         tracing::info!(
             embedded = stats.embedded,
             reused = stats.reused,
@@ -184,6 +193,7 @@ impl server::CatalogSource for Source {
 /// The catalog's index brought up to date ([`super::prepare::prepare`]) and ranked with the
 /// default options: the shortlister, the catalog and what building it took.
 fn ranked_catalog(
+    cfg: &shortlist::catalog::CatalogConfig,
     catalog_args: &super::CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
@@ -196,7 +206,7 @@ fn ranked_catalog(
         embedder,
         catalog,
         stats,
-    } = super::prepare::prepare(catalog_args, model, variant, trust_unchanged)?;
+    } = super::prepare::prepare(cfg, catalog_args, model, variant, trust_unchanged)?;
     let tables = match tables {
         Some(t) => t,
         None => Shortlister::tables_of(&index)
@@ -232,6 +242,7 @@ pub fn spawn_watch(
 /// a spec, whose problems were reported when it was built; the console, which shows the
 /// catalog's APIs and problems, always loads the catalog.
 pub fn load_state(
+    cfg: &shortlist::catalog::CatalogConfig,
     catalog_args: &super::CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
@@ -240,9 +251,9 @@ pub fn load_state(
 ) -> anyhow::Result<(Arc<ServerState>, String)> {
     let started = Instant::now();
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
-    let digest = shortlist::catalog::watch_digest(&catalog_args.config()?);
+    let digest = shortlist::catalog::watch_digest(cfg);
     let (shortlister, catalog, stats) =
-        ranked_catalog(catalog_args, model, variant, trust_unchanged)?;
+        ranked_catalog(cfg, catalog_args, model, variant, trust_unchanged)?;
     eprintln!(
         "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
         shortlister.len(),
@@ -251,10 +262,9 @@ pub fn load_state(
         stats.embedded,
         stats.reused,
     );
-    let auth = catalog_args.config()?.auth;
     let invoker = Invoker::new()
         .context("cannot create the HTTP client")?
-        .with_server(server_side(auth.as_ref())?);
+        .with_server(server_side(cfg.auth.as_ref())?);
     let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
     Ok((state, digest))
 }
@@ -279,9 +289,13 @@ fn server_side(
 
 /// HTTP options from the command line; the token is read from its variable here and
 /// never printed.
-fn http_options(args: &ServeArgs, addr: &str) -> anyhow::Result<HttpOptions> {
-    let oauth = match args.catalog.config()?.auth {
-        Some(auth) => Some(Arc::new(shortlist::auth::Verifier::new(&auth)?)),
+fn http_options(
+    args: &ServeArgs,
+    cfg: &shortlist::catalog::CatalogConfig,
+    addr: &str,
+) -> anyhow::Result<HttpOptions> {
+    let oauth = match &cfg.auth {
+        Some(auth) => Some(Arc::new(shortlist::auth::Verifier::new(auth)?)),
         None => None,
     };
     let mut opts = http_options_from(
