@@ -20,6 +20,7 @@
 pub mod apis;
 pub mod audit;
 pub mod browser;
+pub mod caller;
 pub mod clients;
 pub mod consent;
 pub mod discovery;

@@ -6,7 +6,8 @@
 //! three verbs (list, find, call), written once for every transport and protocol era; each
 //! takes the [`Exposure`] the request's era gets.
 
-use super::clients::{Change, ClientKey, ClientRegistry};
+pub use super::caller::Caller;
+use super::clients::{Change, ClientRegistry};
 use super::discovery;
 use super::exposure::{cache_hints, Era, Expose, Exposure};
 use super::meta_tools::{self, FindArgs};
@@ -46,32 +47,6 @@ impl Default for ServerOptions {
             page_size: super::served::PAGE_SIZE,
             answer_tokens: discovery::DEFAULT_ANSWER_TOKENS,
         }
-    }
-}
-
-/// Who a request comes from and what that lets it see, read once per request by the
-/// handler: the client (whose shortlist a session has), the exposure its era and client
-/// get, the APIs its authorization shows, and the person (`sub`) for the audit log.
-pub struct Caller {
-    pub key: ClientKey,
-    pub exposure: Exposure,
-    pub sight: Sight,
-    /// The verified person (`None`: stdio, a server without `[auth]`), for the audit log
-    /// and for APIs called with each person's own token.
-    pub person: Option<crate::credentials::Person>,
-    /// The OAuth client the person's access token was issued to, for the audit log.
-    pub client_id: Option<String>,
-}
-
-impl Caller {
-    /// The person's `sub`, or `-` without a verified person (as the audit log writes it).
-    pub fn sub(&self) -> &str {
-        self.person.as_ref().map_or("-", |p| p.sub.as_str())
-    }
-
-    /// An audit record of `event` by this caller about `api`.
-    pub fn audit(&self, event: crate::store::Event, api: &str) -> crate::store::AuditEntry {
-        crate::store::AuditEntry::event(event, self.sub(), self.client_id.as_deref(), api)
     }
 }
 
