@@ -148,3 +148,7 @@ impl Previous {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "salvage_tests.rs"]
+mod tests;

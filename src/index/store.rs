@@ -493,4 +493,4 @@ impl<T> IndexStore<T> {
 
 #[cfg(test)]
 #[path = "store_tests.rs"]
-mod tests;
+pub(crate) mod tests;
