@@ -295,7 +295,10 @@ fn http_options(
     addr: &str,
 ) -> anyhow::Result<HttpOptions> {
     let oauth = match &cfg.auth {
-        Some(auth) => Some(Arc::new(shortlist::auth::Verifier::new(auth)?)),
+        Some(auth) => {
+            check_public_url(auth)?;
+            Some(Arc::new(shortlist::auth::Verifier::new(auth)?))
+        }
         None => None,
     };
     let mut opts = http_options_from(
@@ -306,6 +309,23 @@ fn http_options(
     )?;
     opts.drain = Duration::from_secs(args.drain_secs);
     Ok(opts)
+}
+
+/// `[auth] public_url` must be an absolute URL; one in plain http off loopback is allowed
+/// (a test deployment) but said, since browser cookies then travel unprotected.
+fn check_public_url(auth: &shortlist::catalog::config::ResourceServerConfig) -> anyhow::Result<()> {
+    let Some(raw) = &auth.public_url else {
+        return Ok(());
+    };
+    let url = url::Url::parse(raw)
+        .map_err(|e| anyhow::anyhow!("[auth] public_url '{raw}' is not an absolute URL: {e}"))?;
+    if shortlist::auth::discovery::secure_url(raw).is_err() {
+        eprintln!(
+            "shortlist: warning: [auth] public_url {} is plain http off loopback: consent cookies are sent without Secure; use the https URL people's browsers reach",
+            url.origin().ascii_serialization()
+        );
+    }
+    Ok(())
 }
 
 /// [`http_options`] from its parts, for every command that serves HTTP.
