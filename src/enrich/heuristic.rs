@@ -63,9 +63,10 @@ const CRUD: &[&str] = &[
 
 /// The description of an endpoint: what it does, in words.
 ///
-/// No list of response fields is appended: measured on RestBench (docs/results.md), such a
-/// list diluted the doc text (every TMDB list endpoint returns `page`, `results`, ...) and
-/// cost more recall than it gained; the doc text already carries the distinctive fields.
+/// No list of response fields is appended: measured on RestBench
+/// (docs/history/2026-11.md), such a list diluted the doc text (every TMDB list endpoint
+/// returns `page`, `results`, ...) and cost more recall than it gained; the doc text
+/// already carries the distinctive fields.
 pub fn endpoint_description(ep: &Endpoint) -> String {
     format!("{}.", action(ep))
 }
