@@ -17,6 +17,7 @@ pub mod cut;
 pub mod expand;
 pub mod explain;
 pub mod fusion;
+pub mod matched;
 mod pool;
 pub mod prereq;
 pub mod siblings;
@@ -418,7 +419,7 @@ impl Shortlister {
         }
         let tasks = texts.get(1..).unwrap_or_default();
         if !self.options.chain(tasks.len()) {
-            let parts = self.embedder.embed(tasks)?;
+            let parts = self.embedder.embed_queries(tasks)?;
             if let Some(whole) = tasks::whole_vector(tasks, &parts) {
                 let mut vectors = Vec::with_capacity(texts.len());
                 vectors.push(whole);
@@ -426,7 +427,7 @@ impl Shortlister {
                 return Ok(vectors);
             }
         }
-        Ok(self.embedder.embed(texts)?)
+        Ok(self.embedder.embed_queries(texts)?)
     }
 
     /// The ranking of the request `texts` (the whole `query`, then its tasks) with their

@@ -290,12 +290,48 @@ fn cli_index_search_and_errors() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let hits: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["matched"], true, "{answer}");
+    let hits = answer["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 10);
     assert_eq!(hits[0]["rank"], 1);
     assert!(hits
         .iter()
         .any(|h| h["path"] == "/movie/top_rated" && h["method"] == "GET"));
+
+    // A request nothing in the catalog fits: said, and the closest hits still listed.
+    let out = bin()
+        .args([
+            "search",
+            "what is the weather in Berlin tomorrow",
+            "-k",
+            "3",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["matched"], false, "{answer}");
+    assert_eq!(answer["hits"].as_array().map(Vec::len), Some(3));
+    assert!(
+        answer["no_match_probability"].as_f64() > Some(0.5),
+        "{answer}"
+    );
+    let out = bin()
+        .args([
+            "search",
+            "what is the weather in Berlin tomorrow",
+            "-k",
+            "3",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing in the catalog seems to fit"));
 
     let out = bin()
         .args(["search", "movies", "-k", "3", "--data-dir"])
@@ -372,8 +408,8 @@ fn cli_search_builds_the_index_it_needs_then_reuses_it() {
         "{err}"
     );
     assert!(err.contains("16 endpoint(s) of 1 API(s) ready"), "{err}");
-    let hits: Vec<serde_json::Value> = serde_json::from_str(&first).unwrap();
-    assert_eq!(hits.len(), 3);
+    let answer: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(answer["hits"].as_array().map(Vec::len), Some(3), "{answer}");
 
     // Unchanged: opened as it is, nothing said, the same answer.
     let (second, err) = search();

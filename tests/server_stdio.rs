@@ -68,11 +68,20 @@ async fn catalog_and_meta_exposure() {
             {"op": "wait_list_changed", "timeout": 2},
             {"op": "list_tools"},
             {"op": "call", "tool": "call_tool", "args": {"name": "getMovieCredits", "arguments": {"movie_id": 550}}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "what is the weather in Berlin tomorrow"}},
         ]),
     )
     .await;
     let answer = &step(&doc, 0)["structuredContent"];
     assert_eq!(answer["exposed"], false);
+    assert_eq!(answer["matched"], true, "{answer:#}");
+    // A request nothing in a movie catalog fits: said in the answer, the closest listed.
+    let none = &step(&doc, 4)["structuredContent"];
+    assert_eq!(none["matched"], false, "{none:#}");
+    assert!(none["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    assert!(none["note"]
+        .as_str()
+        .is_some_and(|n| n.starts_with("Nothing in the catalog seems to fit")));
     // No `k`: as many hits as fit the default token budget, best first, without scores.
     let hits = answer["tools"].as_array().expect("hits");
     assert!(

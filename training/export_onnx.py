@@ -173,3 +173,34 @@ def compare(bert, tokenizer, out_dir, texts):
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
     return float((pool(hidden) * pool(ref)).sum(1).min())
+
+
+def export_linear(w, tokenizer_dir, out_dir):
+    """The shipped model with `w` (a [dim, dim] map, fp32) applied to every token vector
+    after its last layer; writes out_dir/model.onnx (+ tokenizer files), returns its sha256.
+
+    Mean pooling is linear, so mapping each token vector and then pooling is mapping the
+    pooled vector: `shortlist` embeds with this model exactly as with any other (pool, then
+    L2-normalise) and gets normalise(w @ pooled) of the shipped model.
+    """
+    template = template_path()
+    model = onnx.load(str(template))
+    (output,) = [o for o in model.graph.output if o.name == "last_hidden_state"]
+    raw = "last_hidden_state_unmapped"
+    for node in model.graph.node:
+        for i, name in enumerate(node.output):
+            if name == output.name:
+                node.output[i] = raw
+    model.graph.initializer.append(
+        numpy_helper.from_array(np.ascontiguousarray(w.T.astype(np.float32)), "query_map")
+    )
+    model.graph.node.append(
+        onnx.helper.make_node("MatMul", [raw, "query_map"], [output.name], name="query_map_matmul")
+    )
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(out_dir / "model.onnx"))
+    for f in TOKENIZER_FILES:
+        shutil.copyfile(Path(tokenizer_dir) / f, out_dir / f)
+    return sha256(out_dir / "model.onnx")

@@ -38,6 +38,8 @@ class Pair:
     # gold endpoints, the positive's and negative's texts and keys. With in-batch negatives
     # a second pair holding one of these would count a right answer as a wrong one.
     keys: set = field(default_factory=set)
+    # Every gold endpoint of the query (not only this pair's): none of them is a negative.
+    gold: list = field(default_factory=list)
 
 
 def norm_query(text):
@@ -113,7 +115,7 @@ def build_pairs(data_dir, shortlist, cache_dir, seed, sources=SOURCES, per_sourc
                 keys = {"q:" + norm_query(q["query"]), text_key(positive), text_key(negative), neg}
                 keys.update(gold)
                 keys.update(text_key(t) for t in gold_texts)
-                made.append(Pair(q["query"], positive, negative, source, keys))
+                made.append(Pair(q["query"], positive, negative, source, keys, list(gold)))
         if per_source is not None:
             made = made[:per_source]
         stats[source] = {"pairs": len(made), "gold_not_found": missing}

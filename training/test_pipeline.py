@@ -71,5 +71,49 @@ class Export(unittest.TestCase):
         np.testing.assert_allclose(q * s, w, atol=float(s.max()) / 2)
 
 
+class QueryRecipe(unittest.TestCase):
+    def test_identity_map_gives_the_shipped_model(self):
+        """The linear map is applied in the graph after the last layer: the identity gives
+        the shipped model's pooled vectors, another map its image of them."""
+        import numpy as np
+
+        import docvecs
+        import train
+
+        base = train.base_model_dir()
+        texts = ["top rated movies", "add a song to my queue and play it"]
+        shipped = docvecs.OnnxEncoder(export_onnx.template_path(), base / "tokenizer.json")
+        with tempfile.TemporaryDirectory() as d:
+            export_onnx.export_linear(np.eye(384, dtype=np.float32), base, d)
+            same = docvecs.OnnxEncoder(Path(d) / "model.onnx", base / "tokenizer.json")
+            np.testing.assert_allclose(same.pooled(texts), shipped.pooled(texts), atol=1e-5)
+            w = np.random.default_rng(1).normal(size=(384, 384)).astype(np.float32)
+            export_onnx.export_linear(w, base, d)
+            mapped = docvecs.OnnxEncoder(Path(d) / "model.onnx", base / "tokenizer.json")
+            np.testing.assert_allclose(
+                mapped.pooled(texts), shipped.pooled(texts) @ w.T, rtol=1e-3, atol=1e-3
+            )
+
+    def test_the_loss_never_counts_a_gold_document_or_another_source(self):
+        import torch
+
+        import train_query
+
+        q = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=-1)
+        docs = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        src = torch.tensor([0, 0, 0, 1])
+        # Pair 0: positive 0, doc 1 (same text as another gold) forbidden; pair 1 (source 0):
+        # positive 2, doc 3 of another source never counts.
+        loss = train_query.batch_loss(
+            q, docs, src, torch.tensor([0, 2]), torch.tensor([0, 0]), [[1], []], 20.0
+        )
+        unmasked = train_query.batch_loss(
+            q, docs, torch.zeros(4, dtype=torch.long), torch.tensor([0, 2]),
+            torch.tensor([0, 0]), [[], []], 20.0,
+        )
+        self.assertLess(loss.item(), 1e-3)
+        self.assertGreater(unmasked.item(), 0.5)
+
+
 if __name__ == "__main__":
     unittest.main()

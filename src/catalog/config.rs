@@ -164,6 +164,7 @@ pub struct VisibleTo {
 /// pooling = "cls"                      # mean (default) or cls
 /// max_tokens = 256
 /// threads = 2
+/// query_dir = "models/query"           # a model for requests beside `dir` (--query-model-dir)
 /// ```
 #[derive(Debug, Clone, Deserialize, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -174,6 +175,8 @@ pub struct ModelConfig {
     pub pooling: Option<String>,
     pub max_tokens: Option<usize>,
     pub threads: Option<usize>,
+    /// A model that embeds requests into the document model's space.
+    pub query_dir: Option<PathBuf>,
 }
 
 /// The `[enrich]` table: which LLM `shortlist enrich` talks to. The API key is named by
@@ -400,7 +403,7 @@ impl CatalogConfig {
             }
         }
         if let Some(m) = cfg.model.as_mut() {
-            for p in [m.dir.as_mut(), m.ort_library.as_mut()]
+            for p in [m.dir.as_mut(), m.ort_library.as_mut(), m.query_dir.as_mut()]
                 .into_iter()
                 .flatten()
             {

@@ -93,6 +93,10 @@ pub struct EvalArgs {
     /// Print JSON (with every query's outcome) instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// With --suite --json: every query's outcome too (its ranking and the evidence of
+    /// whether anything fits it).
+    #[arg(long, requires = "json")]
+    pub per_query: bool,
     /// Also list the queries whose top K misses a gold endpoint (K defaults to 10).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "10")]
     pub misses: Option<usize>,
@@ -228,8 +232,11 @@ fn run_suite(
 ) -> anyhow::Result<ExitCode> {
     let suite = Suite::load(path)?;
     let cut = args.cut.and_then(|c| c.0).unwrap_or(SUITE_CUT);
-    let (r, _) = run_suite_with(&suite, &config, cut, embedder, |m| report_step(m, m))?;
+    let (mut r, _) = run_suite_with(&suite, &config, cut, embedder, |m| report_step(m, m))?;
     if args.json {
+        if !args.per_query {
+            r.outcomes.clear();
+        }
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
     }

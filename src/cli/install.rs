@@ -149,6 +149,16 @@ fn serve_args(args: &InstallArgs, cfg: &CatalogConfig) -> anyhow::Result<Vec<Str
     if let Some(f) = &args.model.ort_library {
         v.extend(["--ort-library".to_string(), abs(f)?]);
     }
+    // A query model given by flag or environment (a client passes neither); one named by
+    // the catalog config is found there.
+    let in_config = cfg.model.as_ref().is_some_and(|m| m.query_dir.is_some());
+    if let Some(d) = model
+        .query_model_dir
+        .as_ref()
+        .filter(|_| args.model.query_model_dir.is_some() || !in_config)
+    {
+        v.extend(["--query-model-dir".to_string(), abs(d)?]);
+    }
     if let Some(p) = args.model.pooling {
         v.extend(["--pooling".to_string(), format!("{p:?}").to_lowercase()]);
     }

@@ -32,6 +32,11 @@ pub struct ModelArgs {
     /// the cores, at most 4]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub embed_threads: Option<u16>,
+    /// A model that embeds requests beside the document model, whose vectors the index
+    /// keeps (trained by training/train_query.py) [config: model.query_dir; env:
+    /// SHORTLIST_QUERY_MODEL_DIR; default: the document model embeds requests too]
+    #[arg(long, value_name = "DIR")]
+    pub query_model_dir: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -52,6 +57,7 @@ impl ModelArgs {
             pooling,
             max_tokens: self.max_tokens.map(|n| n as usize).or(table.max_tokens),
             threads: self.embed_threads.map(usize::from).or(table.threads),
+            query_model_dir: self.query_model_dir.clone().or(table.query_dir),
         })
     }
 

@@ -77,8 +77,12 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     };
     let shortlister = Shortlister::from_parts(index, tables, embedder, options);
     let started = std::time::Instant::now();
-    let hits = shortlister.search(&args.query, args.k, args.api.as_deref())?;
+    let apis: Option<Vec<&str>> = args.api.as_deref().map(|a| vec![a]);
+    let (hits, judged) = shortlister.search_judged(&args.query, args.k, apis.as_deref())?;
     tracing::info!(ms = started.elapsed().as_millis() as u64, "searched");
+    // As find_tools says it: nothing judged (no cosines, or no hits) is not a "no match"
+    // unless there are no hits at all.
+    let matched = !hits.is_empty() && judged.is_none_or(|j| j.matched);
     if args.json {
         let out: Vec<serde_json::Value> = hits
             .iter()
@@ -91,7 +95,16 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 }))
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let mut answer = serde_json::json!({
+            "query": args.query,
+            "matched": matched,
+            "hits": out,
+        });
+        if let Some(j) = judged {
+            answer["no_match_probability"] = serde_json::json!(j.no_match);
+            answer["evidence"] = serde_json::to_value(j.evidence)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         for (rank, h) in hits.iter().enumerate() {
             let Some(ep) = shortlister.endpoint(h.position) else {
@@ -105,6 +118,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 ep.method.as_str(),
                 ep.path,
                 ep.one_line()
+            );
+        }
+        if !hits.is_empty() && !matched {
+            eprintln!(
+                "shortlist: nothing in the catalog seems to fit this request; these are only the closest endpoints"
             );
         }
     }

@@ -102,6 +102,35 @@ pub fn text(r: &SettingReport) -> String {
         "ranking: {:.1} ms per query",
         1000.0 * r.ranking_seconds / r.queries.len().max(1) as f64
     );
+    let flagged = |judged: Vec<bool>| {
+        let n = judged.len();
+        let share = 100.0 * judged.iter().filter(|&&m| !m).count() as f64 / n.max(1) as f64;
+        (n, share)
+    };
+    let (n, matchable) = flagged(
+        r.queries
+            .iter()
+            .filter_map(|q| q.judged)
+            .map(|j| j.matched)
+            .collect(),
+    );
+    if n > 0 {
+        let (m, no_match) = flagged(
+            r.queries
+                .iter()
+                .filter_map(|q| q.judged_without_gold)
+                .map(|j| j.matched)
+                .collect(),
+        );
+        let _ = write!(out, "judged unmatched: {matchable:.1}% of {n} queries");
+        if m > 0 {
+            let _ = write!(
+                out,
+                ", {no_match:.1}% of the {m} put to the catalog without their gold APIs"
+            );
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -219,6 +248,8 @@ mod tests {
                 gold_ranks: vec![Some(2), None],
                 metrics: m,
                 answer: Default::default(),
+                judged: None,
+                judged_without_gold: None,
             }],
             ranking_seconds: 0.01,
         };

@@ -12,6 +12,7 @@ use crate::catalog::{self, Catalog};
 use crate::index::catalog_index;
 use crate::index::doc_text::DocVariant;
 use crate::index::{Embedder, StoreError};
+use crate::shortlist::matched::Judgement;
 use crate::shortlist::{Options, ShortlistError, Shortlister};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -123,6 +124,11 @@ pub struct QueryOutcome {
     /// The default `find_tools` answer: hits it holds, their tokens, and the share of gold
     /// endpoints among them.
     pub answer: Answer,
+    /// Whether anything fits the request, as `find_tools` judges it (`None`: not judged).
+    pub judged: Option<Judgement>,
+    /// The same request put to the catalog without its gold APIs, where nothing should fit
+    /// (`None`: the catalog has no other API).
+    pub judged_without_gold: Option<Judgement>,
 }
 
 /// What the default `find_tools` answer (sized in tokens, no `k`) held for one query.
@@ -236,10 +242,14 @@ pub fn run_setting(
             .unwrap_or_default()
     };
     let max_k = config.ks.iter().copied().max().unwrap_or(10);
-    let started = std::time::Instant::now();
+    // Ranking time only: the no-match variant of each query is the harness's, not a search's.
+    let mut ranking_time = std::time::Duration::ZERO;
     let mut queries = Vec::with_capacity(cases.len());
     for case in cases {
-        let ranking = shortlister.rank(&case.query, None)?;
+        let started = std::time::Instant::now();
+        let (ranking, judged) = shortlister.rank_judged(&case.query, None)?;
+        ranking_time += started.elapsed();
+        let judged_without_gold = without_gold(&shortlister, &case.query, &case.gold)?;
         let positions: Vec<usize> = ranking.iter().map(|h| h.position).collect();
         let metrics = metrics::score_query(&positions, &case.gold, &config.ks);
         let answer = answer_of(&shortlister, &positions, &case.gold, config.answer_tokens);
@@ -262,9 +272,11 @@ pub fn run_setting(
             source: case.source,
             metrics,
             answer,
+            judged,
+            judged_without_gold,
         });
     }
-    let ranking_seconds = started.elapsed().as_secs_f64();
+    let ranking_seconds = ranking_time.as_secs_f64();
     let overall = metrics::mean(&queries.iter().map(|q| &q.metrics).collect::<Vec<_>>());
     let mut sources: Vec<String> = queries.iter().map(|q| q.source.clone()).collect();
     sources.dedup();
@@ -297,6 +309,27 @@ pub fn run_setting(
     };
     let (_, embedder) = shortlister.into_parts();
     Ok((report, embedder))
+}
+
+/// The judgement of `query` put to the APIs of the catalog that hold none of `gold`: a
+/// request nothing should fit. `None` when every API holds a gold endpoint.
+fn without_gold(
+    shortlister: &Shortlister,
+    query: &str,
+    gold: &[usize],
+) -> Result<Option<Judgement>, ShortlistError> {
+    let tables = shortlister.tables();
+    let gold_apis: Vec<&str> = gold.iter().map(|&g| tables.api(g)).collect();
+    let others: Vec<&str> = tables
+        .apis
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !gold_apis.contains(id))
+        .collect();
+    if others.is_empty() {
+        return Ok(None);
+    }
+    Ok(shortlister.search_judged(query, 1, Some(&others))?.1)
 }
 
 /// Longest spec-stem part of an index folder's name.

@@ -191,6 +191,7 @@ pub struct Row {
     pub endpoints: usize,
     pub r5: f64,
     pub r10: f64,
+    pub r20: f64,
     /// F1 at 10 of the adaptive cut.
     pub cut_f1: f64,
     /// Endpoints the cut returns, on average.
@@ -201,6 +202,14 @@ pub struct Row {
     pub answer_recall: f64,
     /// Mean tokens (cl100k) of that answer's hits.
     pub answer_tokens: f64,
+    /// Percent of the dataset's queries that `find_tools` would answer with `"matched":
+    /// false` (each one has a gold endpoint, so each of these is a false flag).
+    pub matchable_flagged: Option<f64>,
+    /// Percent of the same queries flagged when put to the catalog without their gold APIs
+    /// (where nothing should fit); `None` for a catalog of one API.
+    pub no_match_flagged: Option<f64>,
+    /// How many queries that no-match set holds.
+    pub no_match_queries: usize,
 }
 
 /// The suite's figures: one row per dataset, then the macro-average.
@@ -210,12 +219,14 @@ pub struct SuiteReport {
     pub macro_avg: Row,
     /// The cut ratio of the cut columns.
     pub cut: f32,
-    /// Every query's outcome without the cut, per dataset (for `--misses`).
-    #[serde(skip)]
+    /// Every query's outcome without the cut, per dataset (for `--misses`, and in JSON
+    /// when kept).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<(String, Vec<QueryOutcome>)>,
 }
 
 /// Runs every dataset twice: ranked in full (recall) and with the adaptive cut at `cut` (F1).
+/// Recall is reported at 5, 10 and 20, whatever `config.ks` says.
 pub fn run_suite(
     suite: &Suite,
     config: &EvalConfig,
@@ -225,6 +236,12 @@ pub fn run_suite(
 ) -> Result<(SuiteReport, Embedder), SuiteError> {
     let mut full = config.clone();
     full.options.cut = None;
+    for k in [5, 10, 20] {
+        if !full.ks.contains(&k) {
+            full.ks.push(k);
+        }
+    }
+    full.ks.sort_unstable();
     let mut cutting = config.clone();
     cutting.options.cut = Some(cut);
     if !cutting.ks.contains(&10) {
@@ -268,6 +285,7 @@ pub fn run_suite(
             endpoints,
             r5: recall(5),
             r10: recall(10),
+            r20: recall(20),
             cut_f1: cut10.as_ref().map_or(0.0, |a| 100.0 * a.f1),
             cut_returned: cut10.map_or(0.0, |a| a.returned),
             ms_per_query: 1000.0 * seconds / all.len().max(1) as f64,
@@ -275,6 +293,12 @@ pub fn run_suite(
                 / all.len().max(1) as f64,
             answer_tokens: all.iter().map(|q| q.answer.tokens as f64).sum::<f64>()
                 / all.len().max(1) as f64,
+            matchable_flagged: flagged(all.iter().map(|q| q.judged)),
+            no_match_flagged: flagged(all.iter().map(|q| q.judged_without_gold)),
+            no_match_queries: all
+                .iter()
+                .filter(|q| q.judged_without_gold.is_some())
+                .count(),
         });
         outcomes.push((d.name.clone(), all));
     }
@@ -286,11 +310,15 @@ pub fn run_suite(
         endpoints: 0,
         r5: mean(&|r| r.r5),
         r10: mean(&|r| r.r10),
+        r20: mean(&|r| r.r20),
         cut_f1: mean(&|r| r.cut_f1),
         cut_returned: mean(&|r| r.cut_returned),
         ms_per_query: mean(&|r| r.ms_per_query),
         answer_recall: mean(&|r| r.answer_recall),
         answer_tokens: mean(&|r| r.answer_tokens),
+        matchable_flagged: mean_of(rows.iter().map(|r| r.matchable_flagged)),
+        no_match_flagged: mean_of(rows.iter().map(|r| r.no_match_flagged)),
+        no_match_queries: rows.iter().map(|r| r.no_match_queries).sum(),
     };
     Ok((
         SuiteReport {
@@ -303,11 +331,29 @@ pub fn run_suite(
     ))
 }
 
+/// Percent of the judged requests judged unmatched; `None` when none was judged.
+fn flagged(
+    judged: impl Iterator<Item = Option<crate::shortlist::matched::Judgement>>,
+) -> Option<f64> {
+    let (mut n, mut flagged) = (0usize, 0usize);
+    for j in judged.flatten() {
+        n += 1;
+        flagged += usize::from(!j.matched);
+    }
+    (n > 0).then(|| 100.0 * flagged as f64 / n as f64)
+}
+
+/// The mean of the values that are there; `None` when none is.
+fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
 /// The suite table as Markdown (what `docs/results.md` quotes).
 pub fn table(r: &SuiteReport) -> String {
     use std::fmt::Write;
     let mut out = format!(
-        "| dataset | queries | endpoints | R@5 | R@10 | cut F1@10 (cut {}) | returned | answer R | answer tokens | ms/query |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| dataset | queries | endpoints | R@5 | R@10 | R@20 | cut F1@10 (cut {}) | returned | answer R | answer tokens | no match flagged | matchable flagged | ms/query |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         r.cut
     );
     for row in r.rows.iter().chain(std::iter::once(&r.macro_avg)) {
@@ -318,20 +364,28 @@ pub fn table(r: &SuiteReport) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {:.0} | {:.1} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {:.0} | {} | {} | {:.1} |",
             row.name,
             row.queries,
             endpoints,
             row.r5,
             row.r10,
+            row.r20,
             row.cut_f1,
             row.cut_returned,
             row.answer_recall,
             row.answer_tokens,
+            percent(row.no_match_flagged),
+            percent(row.matchable_flagged),
             row.ms_per_query
         );
     }
     out
+}
+
+/// A share for the table: one decimal, or `-` when there is none.
+fn percent(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.1}"))
 }
 
 #[cfg(test)]

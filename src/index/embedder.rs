@@ -146,6 +146,9 @@ pub struct ModelOptions {
     pub pooling: Option<Pooling>,
     pub max_tokens: Option<usize>,
     pub threads: Option<usize>,
+    /// A model that embeds requests beside the one that embeds documents
+    /// ([`EmbedderConfig::query_model_dir`]).
+    pub query_model_dir: Option<PathBuf>,
 }
 
 /// Where a model or runtime path came from. Errors say it, and `shortlist install` pins
@@ -186,6 +189,11 @@ pub struct EmbedderConfig {
     /// ONNX Runtime intra-op threads. Defaults to the available cores capped at 4: beyond
     /// that a 6-layer MiniLM gains little and a server shares the machine with its client.
     pub threads: usize,
+    /// Folder of a model trained to embed requests into the document model's space
+    /// (`training/train_query.py`), loaded beside it; `None`: the document model embeds
+    /// requests too. The index holds only document vectors, so it stays valid whichever
+    /// query model is used.
+    pub query_model_dir: Option<PathBuf>,
 }
 
 /// The model folder and runtime library below a folder laid out as `setup-models.sh`
@@ -301,6 +309,10 @@ impl EmbedderConfig {
             .filter(|&n| n > 0)
             .or_else(|| number("SHORTLIST_MAX_TOKENS"))
             .unwrap_or(256);
+        let query_model_dir = given
+            .query_model_dir
+            .clone()
+            .or_else(|| non_empty("SHORTLIST_QUERY_MODEL_DIR"));
         EmbedderConfig {
             model_dir,
             model_origin,
@@ -310,6 +322,7 @@ impl EmbedderConfig {
             max_length,
             model_id,
             threads,
+            query_model_dir,
         }
     }
 }
@@ -385,6 +398,8 @@ pub struct Embedder {
     model: Mutex<TextEmbedding>,
     model_id: String,
     dim: usize,
+    /// The model that embeds requests, when it is not this one ([`query_model`]).
+    query: Option<Box<Embedder>>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -407,8 +422,14 @@ const MODEL_FILES: [&str; 5] = [
 
 impl Embedder {
     /// Loads the runtime and the model, and measures the output dimension with one probe text
-    /// (which also warms the session up, so the first real query is not the slow one).
+    /// (which also warms the session up, so the first real query is not the slow one). A
+    /// query model configured beside it is loaded too ([`query_model`]).
     pub fn load(config: &EmbedderConfig) -> Result<Embedder, EmbedError> {
+        query_model::load_with_query_model(config)
+    }
+
+    /// [`Embedder::load`] of the document model alone.
+    fn load_one(config: &EmbedderConfig) -> Result<Embedder, EmbedError> {
         let started = Instant::now();
         // Check every file before loading anything, so the user learns about all of it at once
         // rather than after a slow runtime load.
@@ -466,6 +487,7 @@ impl Embedder {
             model: Mutex::new(model),
             model_id: model_id.clone(),
             dim: 0,
+            query: None,
         };
         let probe = embedder.embed_batch(&["dimension probe"])?;
         embedder.dim = probe
@@ -717,6 +739,7 @@ mod tests {
             pooling: Some(Pooling::Mean),
             max_tokens: Some(64),
             threads: Some(2),
+            query_model_dir: None,
         };
         let c = EmbedderConfig::resolve(&given, env, Some(&repo), None, Some(&user));
         assert_eq!(c.model_dir, PathBuf::from("/given/e5"));
@@ -973,6 +996,9 @@ mod tests {
         println!("one text per call: {:?}", t.elapsed() / 32);
     }
 }
+
+#[path = "query_model.rs"]
+mod query_model;
 
 #[cfg(test)]
 #[path = "embedder_timing.rs"]

@@ -242,6 +242,32 @@ impl Bm25 {
         idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len_ratio))
     }
 
+    /// The share of `query`'s terms, each weighted by its inverse document frequency, that
+    /// occur in at least one of `docs`: how much of what a request says those endpoints
+    /// say too. A term no document holds weighs most (it is as rare as a term can be), so
+    /// a request for `movies` put to a music catalog covers little. 0 for a query without
+    /// terms.
+    pub fn coverage(&self, query: &str, docs: &[usize]) -> f32 {
+        let n = self.doc_len.len() as f32;
+        let (mut said, mut found) = (0.0f32, 0.0f32);
+        for t in tokenize(query) {
+            let list = self.postings.get(&t).map_or(&[][..], Vec::as_slice);
+            let idf = ((n - list.len() as f32 + 0.5) / (list.len() as f32 + 0.5)).ln_1p();
+            said += idf;
+            if docs
+                .iter()
+                .any(|&d| list.binary_search_by_key(&d, |p| p.0 as usize).is_ok())
+            {
+                found += idf;
+            }
+        }
+        if said > 0.0 {
+            found / said
+        } else {
+            0.0
+        }
+    }
+
     /// The `k` best documents with a positive score, best first; ties by document order.
     pub fn top_k(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
         let mut hits: Vec<(usize, f32)> = self
@@ -467,5 +493,27 @@ mod tests {
         let bm = Bm25::build(&docs(&["", "the of and"]));
         assert_eq!(bm.scores(""), [0.0, 0.0]);
         assert_eq!(bm.scores("the"), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn coverage_weighs_the_words_a_request_shares_with_documents() {
+        let bm = Bm25::build(&docs(&[
+            "Get the weather forecast for a place",
+            "List the playlists of a user",
+            "Get a user profile",
+        ]));
+        // Every word in the first document: all of it covered.
+        assert_eq!(bm.coverage("weather forecast", &[0]), 1.0);
+        assert_eq!(bm.coverage("weather forecast", &[1, 2]), 0.0);
+        // A word no document uses ("movies") weighs more than one most documents use.
+        let movies = bm.coverage("user movies", &[1]);
+        let forecast = bm.coverage("user forecast", &[1]);
+        assert!(movies > 0.0 && movies < 0.5, "{movies}");
+        assert!(forecast > movies, "{forecast} vs {movies}");
+        // Several documents cover what each covers.
+        assert_eq!(bm.coverage("weather playlists", &[0, 1]), 1.0);
+        assert_eq!(bm.coverage("", &[0]), 0.0);
+        assert_eq!(bm.coverage("the of", &[0]), 0.0);
+        assert_eq!(Bm25::build(&[]).coverage("weather", &[]), 0.0);
     }
 }

@@ -128,15 +128,31 @@ pub fn note(exposure: Exposure) -> &'static str {
     }
 }
 
-/// The whole `find_tools` answer.
-pub fn find_result(query: &str, hits: Vec<Value>, exposed: bool, mode_note: &str) -> Value {
+/// What the answer says when nothing in the catalog seems to fit the request.
+pub const NO_MATCH_NOTE: &str = "Nothing in the catalog seems to fit this request: these \
+    are only the closest endpoints. Do not call one unless it clearly does what was asked; \
+    otherwise tell the user that no available API does this.";
+
+/// The whole `find_tools` answer. `matched` says whether anything in the catalog fits the
+/// request; when not, the hits are still listed (the closest ones) and the note says so
+/// in words.
+pub fn find_result(
+    query: &str,
+    hits: Vec<Value>,
+    exposed: bool,
+    matched: bool,
+    mode_note: &str,
+) -> Value {
     let note = if hits.is_empty() {
         "No endpoint matches; try other words or another api.".to_string()
+    } else if !matched {
+        format!("{NO_MATCH_NOTE} {mode_note}")
     } else {
         mode_note.to_string()
     };
     json!({
         "query": query,
+        "matched": matched && !hits.is_empty(),
         "exposed": exposed,
         "tools": hits,
         "note": note,
@@ -364,6 +380,40 @@ mod tests {
         assert_eq!(fitting(&hits, 100_000), 40);
         assert_eq!(fitting(&hits, 1), 1);
         assert_eq!(fitting(&[], 400), 0);
+    }
+
+    #[test]
+    fn an_answer_says_whether_anything_fits() {
+        let hits = vec![json!(
+            "getTopTracks() GET /me/top/tracks: Get the user's top tracks"
+        )];
+        let fits = find_result(
+            "top tracks",
+            hits.clone(),
+            false,
+            true,
+            note(Exposure::Meta),
+        );
+        assert_eq!(fits["matched"], true);
+        assert_eq!(fits["note"], note(Exposure::Meta));
+        // Nothing fits: the closest hits are still listed, and the note says it in words.
+        let none = find_result(
+            "top rated movies",
+            hits.clone(),
+            false,
+            false,
+            note(Exposure::Meta),
+        );
+        assert_eq!(none["matched"], false);
+        assert_eq!(none["tools"], json!(hits));
+        let said = none["note"].as_str().unwrap();
+        assert!(
+            said.starts_with(NO_MATCH_NOTE) && said.ends_with(note(Exposure::Meta)),
+            "{said}"
+        );
+        // No hits at all is no match either.
+        let empty = find_result("x", Vec::new(), false, true, note(Exposure::Meta));
+        assert_eq!(empty["matched"], false);
     }
 
     #[test]

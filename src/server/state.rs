@@ -68,6 +68,8 @@ pub struct Ranked {
     /// The API ids `args.api` named (`None`: every API).
     pub apis: Option<Vec<String>>,
     pub hits: Vec<crate::shortlist::Hit>,
+    /// Whether anything fits the request (`None`: not judged).
+    pub judged: Option<crate::shortlist::matched::Judgement>,
     /// The catalog the hits' positions refer to.
     pub served: Arc<Served>,
 }
@@ -293,7 +295,11 @@ impl ServerState {
             Err(msg) => return Found::error(msg),
         }
         let Ranked {
-            args, hits, served, ..
+            args,
+            hits,
+            served,
+            judged,
+            ..
         } = match self.rank(args, exposure, sight).await {
             Ok(r) => r,
             Err(msg) => return Found::error(msg),
@@ -313,7 +319,11 @@ impl ServerState {
             values.truncate(n);
         }
         let dynamic = exposure == Exposure::Dynamic;
-        let change = if dynamic {
+        let matched = judged.is_none_or(|j| j.matched);
+        // Under the dynamic exposure, hits of a request nothing fits stay off the list
+        // (when the judgement is trusted to: `GATES_EXPOSURE`).
+        let exposes = dynamic && (matched || !crate::shortlist::matched::GATES_EXPOSURE);
+        let change = if exposes {
             // What the answer shows joins the client's list, best first.
             self.clients.expose(&caller.key, &positions)
         } else {
@@ -321,7 +331,18 @@ impl ServerState {
         };
         let query = args.query.unwrap_or_default();
         Found {
-            result: discovery::find_result(&query, values, dynamic, discovery::note(exposure)),
+            result: discovery::find_result(
+                &query,
+                values,
+                exposes,
+                matched,
+                // Hits kept off the list are called through call_tool, as under `meta`.
+                discovery::note(if dynamic && !exposes {
+                    Exposure::Meta
+                } else {
+                    exposure
+                }),
+            ),
             change,
         }
     }
@@ -336,15 +357,16 @@ impl ServerState {
         exposure: Exposure,
         sight: &Sight,
     ) -> Result<Ranked, String> {
-        let (args, apis, hits, served) = self
+        let (args, apis, (hits, judged), served) = self
             .rank_with(args, exposure, sight, |s, q, k, apis| {
-                s.search_in(q, k, apis)
+                s.search_judged(q, k, apis)
             })
             .await?;
         Ok(Ranked {
             args,
             apis,
             hits,
+            judged,
             served,
         })
     }
@@ -367,6 +389,7 @@ impl ServerState {
                 args,
                 apis,
                 hits,
+                judged: None,
                 served,
             },
             explained,
