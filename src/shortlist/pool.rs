@@ -22,7 +22,8 @@
 
 use super::fusion::{self, Scale};
 use super::{cut, expand, tasks, Fusion, Hit, Retrieval, ShortlistError, Shortlister};
-use super::{Source, Weigher};
+use super::scoring::Weigher;
+use super::Source;
 use crate::index::lexical::Bm25Query;
 
 /// A set of positions of a catalog of `n`, with the rank of each member among them (its
