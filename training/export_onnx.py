@@ -140,11 +140,8 @@ def state_of(bert):
     return {k: v.detach().float().cpu().numpy() for k, v in bert.state_dict().items()}
 
 
-def export(bert, base_bert, tokenizer_dir, out_dir):
-    """Writes out_dir/model.onnx (+ tokenizer files) and returns its sha256."""
-    template = template_path()
-    check_mapping(template, state_of(base_bert))
-    model = fill(template, state_of(bert))
+def save(model, tokenizer_dir, out_dir):
+    """Writes out_dir/model.onnx (checked) and the tokenizer files; returns its sha256."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     onnx.checker.check_model(model)
@@ -152,6 +149,14 @@ def export(bert, base_bert, tokenizer_dir, out_dir):
     for f in TOKENIZER_FILES:
         shutil.copyfile(Path(tokenizer_dir) / f, out_dir / f)
     return sha256(out_dir / "model.onnx")
+
+
+def export(bert, base_bert, tokenizer_dir, out_dir):
+    """Writes out_dir/model.onnx (+ tokenizer files) and returns its sha256."""
+    template = template_path()
+    check_mapping(template, state_of(base_bert))
+    model = fill(template, state_of(bert))
+    return save(model, tokenizer_dir, out_dir)
 
 
 def compare(bert, tokenizer, out_dir, texts):
@@ -197,10 +202,4 @@ def export_linear(w, tokenizer_dir, out_dir):
     model.graph.node.append(
         onnx.helper.make_node("MatMul", [raw, "query_map"], [output.name], name="query_map_matmul")
     )
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    onnx.checker.check_model(model)
-    onnx.save(model, str(out_dir / "model.onnx"))
-    for f in TOKENIZER_FILES:
-        shutil.copyfile(Path(tokenizer_dir) / f, out_dir / f)
-    return sha256(out_dir / "model.onnx")
+    return save(model, tokenizer_dir, out_dir)
