@@ -21,9 +21,9 @@
 //! (`pool_tests.rs`) check both agree, to the bit, on real catalogs forced onto the graph.
 
 use super::fusion::{self, Scale};
-use super::{cut, expand, tasks, Fusion, Hit, Retrieval, ShortlistError, Shortlister};
 use super::scoring::Weigher;
 use super::Source;
+use super::{cut, expand, tasks, Fusion, Hit, Retrieval, ShortlistError, Shortlister};
 use crate::index::lexical::Bm25Query;
 
 /// A set of positions of a catalog of `n`, with the rank of each member among them (its
