@@ -31,9 +31,9 @@ pub(super) fn load_with_query_model(config: &EmbedderConfig) -> Result<Embedder,
         query_model_dir: None,
         ..config.clone()
     };
-    // One after the other: loaded side by side (two threads) the pair started 0.3-0.7 s
-    // sooner on two cores but peaked 240 MB above one model instead of 100
-    // (`docs/benchmarks.md`, "A query model beside the document model").
+    // One after the other, so the two session builds, each allocating about 200 MB at its
+    // peak, do not peak together: 100 MB above one model at start (`docs/benchmarks.md`,
+    // "A query model beside the document model").
     let mut documents = Embedder::load_one(config)?;
     let query = Embedder::load_one(&query_config)?;
     if query.dim != documents.dim {
