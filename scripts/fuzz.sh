@@ -13,7 +13,9 @@
 # Only a stable toolchain is needed: cargo fuzz passes nightly-only flags to rustc
 # (-Zsanitizer=address, sanitizer coverage), which stable accepts with RUSTC_BOOTSTRAP=1.
 # Set FUZZ_SANITIZER=none to build without AddressSanitizer (faster build and runs, but
-# memory errors in unsafe code, such as the YAML parser's, would go unnoticed).
+# memory errors in unsafe code, such as the YAML parser's, would go unnoticed), and
+# FUZZ_PROFILE=dev to build without optimisations (a shorter build, slower runs: the CI
+# smoke run's choice).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
         --runs) runs="$2"; shift 2 ;;
         --target) targets+=("$2"); shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -118,14 +120,20 @@ flags_for() {
 
 # --- Build once, then run each target --------------------------------------------------
 cd "$ROOT/fuzz"
-echo "fuzz.sh: building fuzz targets (sanitizer: $sanitizer)" >&2
+echo "fuzz.sh: building fuzz targets (sanitizer: $sanitizer, profile: ${FUZZ_PROFILE:-release})" >&2
 build_start=$(date +%s)
-nice -n 10 cargo fuzz build --sanitizer "$sanitizer" --target-dir "$target_dir"
+profile="${FUZZ_PROFILE:-release}"
+case "$profile" in
+    release) profile_flags=(); profile_dir=release ;;
+    dev) profile_flags=(--dev); profile_dir=debug ;;
+    *) echo "fuzz.sh: FUZZ_PROFILE is release or dev, not '$profile'" >&2; exit 2 ;;
+esac
+nice -n 10 cargo fuzz build "${profile_flags[@]}" --sanitizer "$sanitizer" --target-dir "$target_dir"
 echo "fuzz.sh: build took $(($(date +%s) - build_start)) s" >&2
 # The binaries are run directly rather than through `cargo fuzz run`, which would rebuild
 # whenever a source file changed in the meantime.
 host=$(rustc -vV | sed -n 's/^host: //p')
-bin_dir="$target_dir/$host/release"
+bin_dir="$target_dir/$host/$profile_dir"
 
 failed=()
 for t in "${targets[@]}"; do

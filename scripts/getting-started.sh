@@ -36,7 +36,11 @@ fail() { echo "getting-started: FAILED: $*" >&2; exit 1; }
 
 cd "$repo"
 # 1. Install (the release build reuses the checkout's target/ when it is warm).
-step cargo install --locked --quiet --path . --root "$work/inst" --target-dir "$repo/target"
+# SHORTLIST_INSTALL_DEBUG=1 installs the debug build instead, which the test command has
+# already built: CI checks the steps without compiling everything a third time.
+profile=()
+[ "${SHORTLIST_INSTALL_DEBUG:-0}" = 1 ] && profile=(--debug)
+step cargo install --locked --quiet "${profile[@]}" --path . --root "$work/inst" --target-dir "$repo/target"
 [ "$(command -v shortlist)" = "$work/inst/bin/shortlist" ] || fail "shortlist is not the installed one"
 # 2. The model, for this user. Copies from the checkout's .vendor/ when present.
 step ./scripts/setup-models.sh
