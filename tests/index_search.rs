@@ -523,3 +523,42 @@ fn search_is_the_head_of_the_full_ranking() {
         }
     }
 }
+
+/// Whether anything fits is judged among the APIs a request may see, never the others: the
+/// server filters a person's hidden APIs out the same way (`--api` here, a person's sight
+/// there), so an API they cannot see must not make an answer say it fits.
+#[test]
+fn whether_anything_fits_is_judged_among_the_apis_in_play() {
+    let data = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["index", "--data-dir"])
+        .arg(data.path())
+        .arg(catalogs().join("tmdb.json"))
+        .arg(catalogs().join("spotify.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let search = |api: Option<&str>| {
+        let mut cmd = bin();
+        cmd.args(["search", "the cast and crew of a film", "-k", "3", "--json"]);
+        if let Some(a) = api {
+            cmd.args(["--api", a]);
+        }
+        let out = cmd.arg("--data-dir").arg(data.path()).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let all = search(None);
+    assert_eq!(all["matched"], true, "{all}");
+    // TMDB, which fits, is out of play: nothing in play fits, and only Spotify is listed.
+    let spotify = search(Some("spotify"));
+    assert_eq!(spotify["matched"], false, "{spotify}");
+    let hits = spotify["hits"].as_array().unwrap();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h["api"] == "spotify"),
+        "{spotify}"
+    );
+}
