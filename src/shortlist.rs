@@ -18,6 +18,7 @@ pub mod expand;
 pub mod explain;
 pub mod fusion;
 pub mod matched;
+pub mod null;
 mod pool;
 pub mod prereq;
 mod scoring;
@@ -165,6 +166,8 @@ pub struct Shortlister {
     /// Whether a graph-served catalog is ranked from its candidates ([`pool`]) rather than
     /// by scoring every endpoint (the same ranking, checked in `pool_tests.rs`).
     pooled: bool,
+    /// The catalog's null distribution of best cosines ([`null`]), made when first judged.
+    null: null::NullCache,
 }
 
 /// A request ready to rank: the whole text then its tasks, their embeddings (none for
@@ -238,6 +241,7 @@ impl Shortlister {
             options,
             dense_candidates: DENSE_CANDIDATES,
             pooled: true,
+            null: null::NullCache::default(),
         }
     }
 
@@ -331,20 +335,20 @@ impl Shortlister {
         }
     }
 
-    /// [`Shortlister::search_in`] and [`Shortlister::explain`] of its hits, from one
-    /// embedding of the request (the console's Try shows both).
+    /// [`Shortlister::search_judged`] and [`Shortlister::explain`] of its hits, from one
+    /// embedding of the request (the console's Try shows all three).
     pub fn search_explained(
         &self,
         query: &str,
         k: usize,
         apis: Option<&[&str]>,
-    ) -> Result<(Vec<Hit>, Explained), ShortlistError> {
+    ) -> Result<(Vec<Hit>, Explained, Option<matched::Judgement>), ShortlistError> {
         let Some(request) = self.prepare(query, apis)? else {
-            return Ok((Vec::new(), self.explain_nothing(query)));
+            return Ok((Vec::new(), self.explain_nothing(query), None));
         };
-        let hits = self.search_request(&request, k)?;
+        let (hits, judged) = self.search_and_judge(&request, k)?;
         let explained = self.explain_request(&request, &hits)?;
-        Ok((hits, explained))
+        Ok((hits, explained, judged))
     }
 
     /// The first `k` of a prepared request's ranking.

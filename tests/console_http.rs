@@ -790,6 +790,24 @@ async fn try_shows_what_a_client_receives_and_why() {
         .as_str()
         .unwrap()
         .contains("tmdb__getMovieCredits"));
+    // The judgement find_tools gives, with its evidence: the catalog fits this request.
+    let j = &t["judgement"];
+    assert_eq!(j["matched"], true, "{j:#}");
+    assert!(
+        j["no_match"]
+            .as_f64()
+            .is_some_and(|p| (0.0..=1.0).contains(&p)),
+        "{j:#}"
+    );
+    for e in [
+        "cosine",
+        "task_cosine",
+        "coverage_top",
+        "null_share",
+        "null_z",
+    ] {
+        assert!(j["evidence"][e].as_f64().is_some(), "{e}: {j:#}");
+    }
     // Scores never increase down the list.
     let scores: Vec<f64> = tools.iter().map(|t| t["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
@@ -818,6 +836,11 @@ async fn try_shows_what_a_client_receives_and_why() {
         .as_array()
         .unwrap()
         .clone();
+    assert_eq!(
+        server_common::step(&doc, 0)["structuredContent"]["matched"],
+        j["matched"],
+        "{doc:#}"
+    );
     for tool in tools {
         let def = &tool["definition"];
         let seen = listed
@@ -881,6 +904,22 @@ async fn try_shows_what_a_client_receives_and_why() {
         get_text(&srv.url("/console/try?q=who+played+in+the+movie+Inception&k=5")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("tmdb__getMovieCredits") && page.contains("prerequisite of"));
+    assert!(
+        page.contains("id=\"judgement\" data-matched=\"true\""),
+        "{page}"
+    );
+    assert!(page.contains("best cosine"), "{page}");
+    // A request nothing in this catalog (comics, currencies, quarantine rules, movies) does:
+    // the page says so beside the closest hits, as find_tools tells the client.
+    let unmatched = "book a table for two at a sushi restaurant tonight";
+    let (_, t) = post_json(&srv.url("/console/api/try"), &json!({"query": unmatched})).await;
+    assert_eq!(t["judgement"]["matched"], false, "{t:#}");
+    assert!(!t["tools"].as_array().unwrap().is_empty(), "{t:#}");
+    let (status, page) =
+        get_text(&srv.url(&format!("/console/try?q={}", unmatched.replace(' ', "+")))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-matched=\"false\""), "{page}");
+    assert!(page.contains("Nothing in the catalog seems to fit this request"));
     assert!(page.contains("&quot;inputSchema&quot;"));
     let (status, page) = get_text(&srv.url("/console/try?q=x&k=lots")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -207,7 +207,7 @@ fn a_request_of_many_tasks_gives_its_places_to_its_tasks() {
         "GET /me/player/devices",
     ];
     assert_in_top(&s, query, 5, &wanted);
-    let (_, explained) = s.search_explained(query, 10, None).unwrap();
+    let (_, explained, _) = s.search_explained(query, 10, None).unwrap();
     assert_eq!(explained.tasks.len(), 3, "{:?}", explained.tasks);
     for x in &explained.hits {
         assert!(
@@ -216,7 +216,7 @@ fn a_request_of_many_tasks_gives_its_places_to_its_tasks() {
         );
     }
     let chain = "Find the album Abbey Road and then list its tracks";
-    let (_, explained) = s.search_explained(chain, 5, None).unwrap();
+    let (_, explained, _) = s.search_explained(chain, 5, None).unwrap();
     assert!(explained.tasks.len() <= 2, "{:?}", explained.tasks);
     assert!(
         explained.hits.iter().any(|x| x.request > 0.0),
@@ -243,18 +243,21 @@ fn a_search_explained_at_once_matches_search_then_explain() {
         });
         for q in requests {
             for k in [1, 5] {
-                let (hits, explained) = s.search_explained(q, k, None).unwrap();
+                let (hits, explained, judged) = s.search_explained(q, k, None).unwrap();
                 assert_eq!(hits, s.search_in(q, k, None).unwrap(), "{q} k={k} {cut:?}");
+                // The same judgement as `find_tools` gives, whatever k.
+                assert_eq!(judged, s.search_judged(q, k, None).unwrap().1, "{q} k={k}");
+                assert!(judged.is_some());
                 assert!(!hits.is_empty());
                 assert_eq!(explained, s.explain(q, None, &hits).unwrap(), "{q} k={k}");
                 assert_eq!(explained.hits.len(), hits.len());
             }
         }
     }
-    let (hits, explained) = s
+    let (hits, explained, judged) = s
         .search_explained("anything", 5, Some(&["no-such-api"]))
         .unwrap();
-    assert!(hits.is_empty() && explained.hits.is_empty());
+    assert!(hits.is_empty() && explained.hits.is_empty() && judged.is_none());
 }
 
 fn bin() -> Command {

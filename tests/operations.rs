@@ -245,7 +245,9 @@ async fn prometheus_scrapes_metrics_that_move_with_calls() {
              "args": {"name": "tmdb__getMovieCredits", "arguments": {"movie_id": 550}}},
             {"op": "call", "tool": "call_tool",
              "args": {"name": "machine__getMovieCredits", "arguments": {"movie_id": 550}}},
-            {"op": "call", "tool": "call_tool", "args": {"name": "no_such_tool", "arguments": {}}}
+            {"op": "call", "tool": "call_tool", "args": {"name": "no_such_tool", "arguments": {}}},
+            {"op": "call", "tool": "find_tools",
+             "args": {"query": "book a table for two at a sushi restaurant tonight", "k": 2}}
         ]),
     )
     .await;
@@ -255,8 +257,8 @@ async fn prometheus_scrapes_metrics_that_move_with_calls() {
     }
     assert_eq!(step(&doc, 4)["isError"], true, "{doc:#}");
 
-    let after = prom.until(calls_ok, |v| v >= before + 3.0).await;
-    assert_eq!(after, before + 3.0);
+    let after = prom.until(calls_ok, |v| v >= before + 4.0).await;
+    assert_eq!(after, before + 4.0);
     prom.until(
         "sum(shortlist_mcp_requests_total{method=\"tools/call\",result=\"tool_error\"})",
         |v| v == 1.0,
@@ -267,8 +269,27 @@ async fn prometheus_scrapes_metrics_that_move_with_calls() {
         |v| v >= 1.0,
     )
     .await;
-    prom.until("shortlist_find_tools_duration_seconds_count", |v| v == 1.0)
+    prom.until("shortlist_find_tools_duration_seconds_count", |v| v == 2.0)
         .await;
+    // Answers are counted by whether anything fit, never by their text: the movie request
+    // fits the catalog, the restaurant booking does not.
+    assert_eq!(
+        step(&doc, 1)["structuredContent"]["matched"],
+        true,
+        "{doc:#}"
+    );
+    assert_eq!(
+        step(&doc, 5)["structuredContent"]["matched"],
+        false,
+        "{doc:#}"
+    );
+    for matched in ["true", "false"] {
+        prom.until(
+            &format!("shortlist_find_tools_answers_total{{matched=\"{matched}\"}}"),
+            |v| v == 1.0,
+        )
+        .await;
+    }
     let buckets = prom
         .query("shortlist_find_tools_duration_seconds_bucket")
         .await;

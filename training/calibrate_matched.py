@@ -2,6 +2,14 @@
 
     shortlist eval --suite datasets/suite.toml --json --per-query > suite.json
     python3 training/calibrate_matched.py suite.json [--held-out toolbench]
+    python3 training/calibrate_matched.py train.json suite.json --halves \
+        --held-out restbench,toolbench,socbench
+
+With `--halves`, the sets are the eval's half splits (`halves` of each query: the catalog
+split in two by API; the request put to the half without its gold APIs is a no-match
+request, put to the half with them a matchable one), beside each dataset's requests put to
+the whole catalog (matchable). `training/nomatch-suite.toml` runs the training sources'
+validation requests that way.
 
 Plain Python, no packages. Each query of the suite is a matchable request (its catalog
 holds its gold endpoints); the same query put to its catalog without its gold APIs is a
@@ -22,24 +30,41 @@ import json
 import math
 import sys
 
-FEATURES = ["cosine", "cosine_gap", "task_cosine", "coverage", "coverage_top"]
+FEATURES = ["cosine", "cosine_gap", "task_cosine", "coverage", "coverage_top", "null_share", "null_z"]
 
 
 def group_of(name):
     return name.split("-", 1)[0]
 
 
-def load(path):
-    report = json.load(open(path) if path != "-" else sys.stdin)
+def features(judged):
+    return [judged["evidence"].get(f, 0.0) for f in FEATURES]
+
+
+def load(paths, halves=False):
     data = {}
-    for name, outcomes in report["outcomes"]:
-        pos, neg = [], []
-        for q in outcomes:
-            if q.get("judged"):
-                neg.append([q["judged"]["evidence"][f] for f in FEATURES])
-            if q.get("judged_without_gold"):
-                pos.append([q["judged_without_gold"]["evidence"][f] for f in FEATURES])
-        data[name] = {"no_match": pos, "matchable": neg}
+    for path in paths:
+        report = json.load(open(path) if path != "-" else sys.stdin)
+        for name, outcomes in report["outcomes"]:
+            pos, neg, hpos, hneg, sizes = [], [], [], [], set()
+            for q in outcomes:
+                if q.get("judged"):
+                    neg.append(features(q["judged"]))
+                if q.get("judged_without_gold"):
+                    pos.append(features(q["judged_without_gold"]))
+                h = q.get("halves")
+                if h and h.get("own") and h.get("other"):
+                    hneg.append(features(h["own"]))
+                    hpos.append(features(h["other"]))
+                    sizes.add(h["other_endpoints"])
+            if halves:
+                data[name] = {"no_match": [], "matchable": neg}
+                data[f"{name} halves {'/'.join(map(str, sorted(sizes)))}"] = {
+                    "no_match": hpos,
+                    "matchable": hneg,
+                }
+            else:
+                data[name] = {"no_match": pos, "matchable": neg}
     return data
 
 
@@ -128,7 +153,9 @@ def calibrate(data, held_out, use, max_false, fit_on=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("suite_json")
+    ap.add_argument("suite_json", nargs="+")
+    ap.add_argument("--halves", action="store_true",
+                    help="no-match requests from the half splits (see above)")
     ap.add_argument("--held-out", default="toolbench", help="group(s) left out, comma-separated")
     ap.add_argument("--each", action="store_true", help="hold out each group in turn")
     ap.add_argument("--features", default=",".join(FEATURES))
@@ -138,7 +165,7 @@ def main():
     ap.add_argument("--max-false", type=float, default=5.0,
                     help="percent of matchable requests a calibration dataset may see flagged")
     args = ap.parse_args()
-    data = load(args.suite_json)
+    data = load(args.suite_json, args.halves)
     use = [FEATURES.index(f) for f in args.features.split(",")]
 
     print("single features, ROC AUC (no-match against matchable, per dataset):")
@@ -160,7 +187,8 @@ def main():
             nm = rate(v["no_match"], w, b, t)
             m = rate(v["matchable"], w, b, t)
             nm_s = "-" if nm is None else f"{nm:.1f} ({len(v['no_match'])})"
-            print(f"| {d} | {side} | {nm_s} | {m:.1f} ({len(v['matchable'])}) |")
+            m_s = "-" if m is None else f"{m:.1f} ({len(v['matchable'])})"
+            print(f"| {d} | {side} | {nm_s} | {m_s} |")
         print("\npub const CALIBRATION: Calibration = Calibration {")
         print(f"    weights: [{', '.join(f'{x:.4}' for x in w)}],")
         print(f"    bias: {b:.4},")

@@ -8,6 +8,7 @@ use super::html::{esc, frame, json_block, options, percent, url_value, Page};
 use super::review::{ReviewItem, Status};
 use super::try_request::Tried;
 use crate::catalog::Method;
+use crate::shortlist::matched::Judgement;
 use serde_json::{json, Value};
 
 /// Catalog health.
@@ -377,6 +378,9 @@ fn tried(t: &Tried) -> String {
         b.push_str("<p id=\"none\" class=\"quiet\">No endpoint matches.</p>");
         return b;
     }
+    if let Some(j) = &t.judgement {
+        b.push_str(&judgement(j));
+    }
     b.push_str(
         "<table id=\"shortlist\"><thead><tr><th>#</th><th>Tool</th><th>Call</th><th>Score</th>\
          <th>From</th><th>Why</th><th>Tokens</th></tr></thead><tbody>",
@@ -402,6 +406,36 @@ fn tried(t: &Tried) -> String {
     }
     b.push_str("</tbody></table>");
     b
+}
+
+/// Whether anything in the catalog fits the request, as `find_tools` tells the client, and
+/// the raw evidence the judgement read: a platform team sees which requests their catalog
+/// cannot serve.
+fn judgement(j: &Judgement) -> String {
+    let e = &j.evidence;
+    let verdict = if j.matched {
+        "Something in the catalog fits this request: <code>find_tools</code> answers \
+         <code>\"matched\": true</code>."
+    } else {
+        "Nothing in the catalog seems to fit this request: <code>find_tools</code> answers \
+         <code>\"matched\": false</code> and tells the assistant so; the hits below are only \
+         the closest."
+    };
+    format!(
+        "<section id=\"judgement\" data-matched=\"{}\" class=\"{}\"><p>{verdict}</p>\
+         <p class=\"quiet\">Evidence: probability that nothing fits {:.2} (unmatched from {:.2}); \
+         best cosine {:.2}, {:.2} above the tenth; lowest task cosine {:.2}; the request's words \
+         found in the best hit {:.0}%, in the first five {:.0}%.</p></section>",
+        j.matched,
+        if j.matched { "matched" } else { "unmatched" },
+        j.no_match,
+        crate::shortlist::matched::CALIBRATION.threshold,
+        e.cosine,
+        e.cosine_gap,
+        e.task_cosine,
+        100.0 * e.coverage,
+        100.0 * e.coverage_top,
+    )
 }
 
 /// The audit log: the rows `q` asked for, or why there are none. `viewer` says who is

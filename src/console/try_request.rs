@@ -9,6 +9,7 @@
 use crate::server::tools::endpoint_tool;
 use crate::server::{tokens, ServerState, Sight};
 use crate::shortlist::explain::{Explanation, Origin};
+use crate::shortlist::matched::Judgement;
 use rmcp::model::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
@@ -47,6 +48,9 @@ pub struct Tried {
     pub tools_tokens: Option<usize>,
     /// Tokens of the three meta-tool definitions every client always has.
     pub meta_tokens: Option<usize>,
+    /// Whether anything in the catalog fits the request, and the evidence, as `find_tools`
+    /// judges it (`None`: not judged, as under lexical retrieval).
+    pub judgement: Option<Judgement>,
 }
 
 /// Ranks `args` (`find_tools` arguments: `query`, `k`, `api`) and explains the result.
@@ -132,6 +136,7 @@ pub async fn try_request(
         tasks: explained.tasks,
         tools_tokens: tokens::count_json(&Value::Array(definitions)),
         meta_tokens: tokens::count_json(&meta),
+        judgement: ranked.judged,
         tools,
     })
 }

@@ -130,6 +130,28 @@ pub fn text(r: &SettingReport) -> String {
             );
         }
         out.push('\n');
+        let halves: Vec<_> = r.queries.iter().filter_map(|q| q.halves).collect();
+        let (h, other) = flagged(
+            halves
+                .iter()
+                .filter_map(|h| h.other)
+                .map(|j| j.matched)
+                .collect(),
+        );
+        if h > 0 {
+            let (_, own) = flagged(
+                halves
+                    .iter()
+                    .filter_map(|h| h.own)
+                    .map(|j| j.matched)
+                    .collect(),
+            );
+            let _ = writeln!(
+                out,
+                "split in two halves by API: {other:.1}% of {h} queries flagged in the half \
+                 without their gold APIs, {own:.1}% in the half with them"
+            );
+        }
     }
     out
 }
@@ -250,6 +272,7 @@ mod tests {
                 answer: Default::default(),
                 judged: None,
                 judged_without_gold: None,
+                halves: None,
             }],
             ranking_seconds: 0.01,
         };

@@ -129,6 +129,23 @@ pub struct QueryOutcome {
     /// The same request put to the catalog without its gold APIs, where nothing should fit
     /// (`None`: the catalog has no other API).
     pub judged_without_gold: Option<Judgement>,
+    /// The request put to each half of the catalog split by API (`None`: its gold APIs
+    /// straddle the halves, or the catalog has one API).
+    pub halves: Option<Halves>,
+}
+
+/// A request judged against the two halves of its catalog, split by API ([`split_halves`]):
+/// its own half holds every gold API (a matchable request in a catalog half the size), the
+/// other none (a request nothing should fit, as a team's catalog without the API a person
+/// asks about).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Halves {
+    /// Endpoints in the half that holds the gold APIs.
+    pub own_endpoints: usize,
+    /// Endpoints in the other half.
+    pub other_endpoints: usize,
+    pub own: Option<Judgement>,
+    pub other: Option<Judgement>,
 }
 
 /// What the default `find_tools` answer (sized in tokens, no `k`) held for one query.
@@ -241,6 +258,7 @@ pub fn run_setting(
             .map(|e| e.qualified_key())
             .unwrap_or_default()
     };
+    let halves = split_halves(&shortlister);
     let max_k = config.ks.iter().copied().max().unwrap_or(10);
     // Ranking time only: the no-match variant of each query is the harness's, not a search's.
     let mut ranking_time = std::time::Duration::ZERO;
@@ -250,6 +268,7 @@ pub fn run_setting(
         let (ranking, judged) = shortlister.rank_judged(&case.query, None)?;
         ranking_time += started.elapsed();
         let judged_without_gold = without_gold(&shortlister, &case.query, &case.gold)?;
+        let halves = judge_halves(&shortlister, &halves, &case.query, &case.gold)?;
         let positions: Vec<usize> = ranking.iter().map(|h| h.position).collect();
         let metrics = metrics::score_query(&positions, &case.gold, &config.ks);
         let answer = answer_of(&shortlister, &positions, &case.gold, config.answer_tokens);
@@ -274,6 +293,7 @@ pub fn run_setting(
             answer,
             judged,
             judged_without_gold,
+            halves,
         });
     }
     let ranking_seconds = ranking_time.as_secs_f64();
@@ -330,6 +350,68 @@ fn without_gold(
         return Ok(None);
     }
     Ok(shortlister.search_judged(query, 1, Some(&others))?.1)
+}
+
+/// The catalog's APIs in two halves of equal count, each API's side fixed by a hash of its
+/// id (so a half does not depend on which other APIs are there), with each half's endpoint
+/// count. Empty halves when the catalog has fewer than two APIs.
+fn split_halves(shortlister: &Shortlister) -> [(Vec<String>, usize); 2] {
+    let tables = shortlister.tables();
+    let mut ids: Vec<(String, String)> = tables
+        .apis
+        .iter()
+        .map(|(id, _)| {
+            let h = hex::encode(Sha256::digest(format!("shortlist-halves:{id}").as_bytes()));
+            (h, id.clone())
+        })
+        .collect();
+    if ids.len() < 2 {
+        return [(Vec::new(), 0), (Vec::new(), 0)];
+    }
+    ids.sort();
+    let second = ids.split_off(ids.len().div_ceil(2));
+    let count = |half: &[(String, String)]| {
+        let ids: Vec<String> = half.iter().map(|(_, id)| id.clone()).collect();
+        let n = (0..shortlister.len())
+            .filter(|&p| ids.iter().any(|id| id == tables.api(p)))
+            .count();
+        (ids, n)
+    };
+    [count(&ids), count(&second)]
+}
+
+/// `query` judged against the half of the catalog that holds all its gold APIs and against
+/// the other; `None` when the gold APIs straddle the halves.
+fn judge_halves(
+    shortlister: &Shortlister,
+    halves: &[(Vec<String>, usize); 2],
+    query: &str,
+    gold: &[usize],
+) -> Result<Option<Halves>, ShortlistError> {
+    let tables = shortlister.tables();
+    let in_half = |h: &(Vec<String>, usize)| {
+        !gold.is_empty()
+            && gold
+                .iter()
+                .all(|&g| h.0.iter().any(|id| id == tables.api(g)))
+    };
+    let Some(own) = (0..2).find(|&i| in_half(&halves[i])) else {
+        return Ok(None);
+    };
+    let (own, other) = (&halves[own], &halves[1 - own]);
+    if other.0.is_empty() {
+        return Ok(None);
+    }
+    let judge = |h: &(Vec<String>, usize)| -> Result<Option<Judgement>, ShortlistError> {
+        let ids: Vec<&str> = h.0.iter().map(String::as_str).collect();
+        Ok(shortlister.search_judged(query, 1, Some(&ids))?.1)
+    };
+    Ok(Some(Halves {
+        own_endpoints: own.1,
+        other_endpoints: other.1,
+        own: judge(own)?,
+        other: judge(other)?,
+    }))
 }
 
 /// Longest spec-stem part of an index folder's name.

@@ -210,6 +210,10 @@ pub struct Row {
     pub no_match_flagged: Option<f64>,
     /// How many queries that no-match set holds.
     pub no_match_queries: usize,
+    /// With the catalog split in two halves by API: percent of the queries flagged when put
+    /// to the half without their gold APIs, and when put to the half with them.
+    pub half_no_match_flagged: Option<f64>,
+    pub half_matchable_flagged: Option<f64>,
 }
 
 /// The suite's figures: one row per dataset, then the macro-average.
@@ -299,6 +303,8 @@ pub fn run_suite(
                 .iter()
                 .filter(|q| q.judged_without_gold.is_some())
                 .count(),
+            half_no_match_flagged: flagged(all.iter().map(|q| q.halves.and_then(|h| h.other))),
+            half_matchable_flagged: flagged(all.iter().map(|q| q.halves.and_then(|h| h.own))),
         });
         outcomes.push((d.name.clone(), all));
     }
@@ -319,6 +325,8 @@ pub fn run_suite(
         matchable_flagged: mean_of(rows.iter().map(|r| r.matchable_flagged)),
         no_match_flagged: mean_of(rows.iter().map(|r| r.no_match_flagged)),
         no_match_queries: rows.iter().map(|r| r.no_match_queries).sum(),
+        half_no_match_flagged: mean_of(rows.iter().map(|r| r.half_no_match_flagged)),
+        half_matchable_flagged: mean_of(rows.iter().map(|r| r.half_matchable_flagged)),
     };
     Ok((
         SuiteReport {
@@ -353,7 +361,7 @@ fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 pub fn table(r: &SuiteReport) -> String {
     use std::fmt::Write;
     let mut out = format!(
-        "| dataset | queries | endpoints | R@5 | R@10 | R@20 | cut F1@10 (cut {}) | returned | answer R | answer tokens | no match flagged | matchable flagged | ms/query |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| dataset | queries | endpoints | R@5 | R@10 | R@20 | cut F1@10 (cut {}) | returned | answer R | answer tokens | no match flagged | matchable flagged | halves: no match flagged | halves: matchable flagged | ms/query |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         r.cut
     );
     for row in r.rows.iter().chain(std::iter::once(&r.macro_avg)) {
@@ -364,7 +372,7 @@ pub fn table(r: &SuiteReport) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {:.0} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {:.0} | {} | {} | {} | {} | {:.1} |",
             row.name,
             row.queries,
             endpoints,
@@ -377,6 +385,8 @@ pub fn table(r: &SuiteReport) -> String {
             row.answer_tokens,
             percent(row.no_match_flagged),
             percent(row.matchable_flagged),
+            percent(row.half_no_match_flagged),
+            percent(row.half_matchable_flagged),
             row.ms_per_query
         );
     }

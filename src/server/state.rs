@@ -319,6 +319,7 @@ impl ServerState {
             values.truncate(n);
         }
         let dynamic = exposure == Exposure::Dynamic;
+        crate::telemetry::metrics::find_tools_answer(judged.map(|j| j.matched));
         let matched = judged.is_none_or(|j| j.matched);
         // Under the dynamic exposure, hits of a request nothing fits stay off the list
         // (when the judgement is trusted to: `GATES_EXPOSURE`).
@@ -379,7 +380,7 @@ impl ServerState {
         exposure: Exposure,
         sight: &Sight,
     ) -> Result<(Ranked, Explained), String> {
-        let (args, apis, (hits, explained), served) = self
+        let (args, apis, (hits, explained, judged), served) = self
             .rank_with(args, exposure, sight, |s, q, k, apis| {
                 s.search_explained(q, k, apis)
             })
@@ -389,7 +390,7 @@ impl ServerState {
                 args,
                 apis,
                 hits,
-                judged: None,
+                judged,
                 served,
             },
             explained,

@@ -20,6 +20,9 @@ use std::time::Duration;
 pub const MCP_REQUESTS: &str = "shortlist_mcp_requests_total";
 /// `find_tools` answers, from arguments to ranked answer (histogram, seconds).
 pub const FIND_TOOLS_DURATION: &str = "shortlist_find_tools_duration_seconds";
+/// Ranked `find_tools` answers by `matched`: `true`, `false` (nothing in the catalog
+/// seemed to fit the request) or `unjudged` (lexical retrieval). Never the request's text.
+pub const FIND_TOOLS_ANSWERS: &str = "shortlist_find_tools_answers_total";
 /// Upstream API requests by `api` and `status` class (`2xx` … `5xx`, `error` when no
 /// response came: refused connection, timeout).
 pub const UPSTREAM_REQUESTS: &str = "shortlist_upstream_requests_total";
@@ -105,6 +108,10 @@ fn describe() {
         "find_tools answer time"
     );
     describe_counter!(
+        FIND_TOOLS_ANSWERS,
+        "ranked find_tools answers by whether anything fit the request"
+    );
+    describe_counter!(
         UPSTREAM_REQUESTS,
         "upstream API requests by API and status class"
     );
@@ -145,6 +152,16 @@ pub fn mcp_request(method: &str, result: &'static str) {
 /// One `find_tools` answer.
 pub fn find_tools(took: Duration) {
     histogram!(FIND_TOOLS_DURATION).record(took.as_secs_f64());
+}
+
+/// Counts a ranked `find_tools` answer by its judgement (`None`: not judged).
+pub fn find_tools_answer(matched: Option<bool>) {
+    let label = match matched {
+        Some(true) => "true",
+        Some(false) => "false",
+        None => "unjudged",
+    };
+    counter!(FIND_TOOLS_ANSWERS, "matched" => label).increment(1);
 }
 
 /// One upstream request of `api`: its status, or `None` when no response came.
