@@ -1,6 +1,6 @@
 //! What a catalog is made of, as one digest, without reading a spec: the config, and the
-//! path, size and modification time of every spec file it names (the enriched copy when one
-//! is used).
+//! path, size and modification time of every spec file it names (the original and, when one
+//! is used, its enriched copy: either changes what is served).
 //!
 //! The index records the digest of the catalog it was built from. A server that finds the
 //! same digest at start knows the index is current without loading and normalising every
@@ -8,7 +8,7 @@
 //! added or removed spec, or config change gives another digest and the full path
 //! (load, compare content hashes, embed what changed) runs as before.
 
-use super::{expand_sources, Api, Catalog, CatalogConfig};
+use super::{expand_sources, Api, Catalog, CatalogConfig, SpecSource};
 use sha2::{Digest, Sha256};
 use std::time::UNIX_EPOCH;
 
@@ -24,22 +24,18 @@ pub fn sources_digest(config: &CatalogConfig) -> Option<String> {
     // The config's every field, base URLs and auth included, in declaration order.
     h.update(format!("{config:?}").as_bytes());
     for s in &sources {
-        let meta = std::fs::metadata(&s.path).ok()?;
-        let modified = meta
-            .modified()
-            .ok()?
-            .duration_since(UNIX_EPOCH)
-            .ok()?
-            .as_nanos();
-        h.update(
-            format!(
-                "\n{}\t{}\t{}\t{modified}",
-                s.id,
-                s.path.display(),
-                meta.len()
-            )
-            .as_bytes(),
-        );
+        for file in files_of(s) {
+            let meta = std::fs::metadata(file).ok()?;
+            let modified = meta
+                .modified()
+                .ok()?
+                .duration_since(UNIX_EPOCH)
+                .ok()?
+                .as_nanos();
+            h.update(
+                format!("\n{}\t{}\t{}\t{modified}", s.id, file.display(), meta.len()).as_bytes(),
+            );
+        }
     }
     Some(hex::encode(h.finalize()))
 }
@@ -60,17 +56,28 @@ pub fn watch_digest(config: &CatalogConfig) -> String {
         h.update(format!("\n{p:?}").as_bytes());
     }
     for s in &sources {
-        let stamp = std::fs::metadata(&s.path).ok().map(|m| {
-            let modified = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            (m.len(), modified)
-        });
-        h.update(format!("\n{}\t{}\t{stamp:?}", s.id, s.path.display()).as_bytes());
+        for file in files_of(s) {
+            let stamp = std::fs::metadata(file).ok().map(|m| {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                (m.len(), modified)
+            });
+            h.update(format!("\n{}\t{}\t{stamp:?}", s.id, file.display()).as_bytes());
+        }
     }
     format!("partial:{}", hex::encode(h.finalize()))
+}
+
+/// The files a source is read from: the original, and its enriched copy when it has one.
+fn files_of(s: &SpecSource) -> Vec<&std::path::Path> {
+    if s.path == s.original {
+        vec![s.path.as_path()]
+    } else {
+        vec![s.original.as_path(), s.path.as_path()]
+    }
 }
 
 impl Catalog {
@@ -120,7 +127,13 @@ mod tests {
         assert_eq!(Some(present.clone()), sources_digest(&config));
         // An enriched copy written beside it (by `enrich` or a review) is a change too.
         std::fs::write(dir.path().join("a.enriched.json"), "{}").unwrap();
-        assert_ne!(watch_digest(&config), present);
+        let copied = watch_digest(&config);
+        assert_ne!(copied, present);
+        // The original is served beside its copy, so an edit of it is a change too.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&spec, "{ }").unwrap();
+        assert_ne!(watch_digest(&config), copied);
+        assert_eq!(Some(watch_digest(&config)), sources_digest(&config));
     }
 
     #[test]

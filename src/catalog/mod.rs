@@ -9,6 +9,7 @@ pub mod compact;
 pub mod config;
 pub mod describe;
 pub mod endpoint;
+pub mod enriched;
 pub mod family;
 pub mod fingerprint;
 pub mod naming;
@@ -67,9 +68,10 @@ pub enum Access<'a> {
 #[derive(Debug, Clone)]
 pub struct SpecSource {
     pub id: String,
-    /// The file actually read: the enriched copy when one exists.
+    /// The enriched copy when one exists (its text is laid over the original, see
+    /// [`enriched`]), else the original.
     pub path: PathBuf,
-    /// The original spec file (differs from `path` when an enriched copy is used).
+    /// The original spec file, whose endpoints are served either way.
     pub original: PathBuf,
     pub config_index: usize,
 }
@@ -226,6 +228,9 @@ pub fn load_one(src: &SpecSource) -> Result<normalize::Normalized, Problem> {
     let path = src.path.clone();
     let id = src.id.clone();
     std::panic::catch_unwind(move || {
+        if src.path != src.original {
+            return enriched::load(src);
+        }
         let parsed = source::read_document_packed(&path)?;
         let mut n = normalize::normalize(&path, &id, parsed.value, true)?;
         let mut warnings = parsed.warnings;

@@ -10,6 +10,7 @@ use super::rejections;
 use super::spec_file::{self, SpecDoc};
 use super::summary::{Counts, SpecReport, Summary};
 use super::HEURISTIC;
+use crate::catalog::enriched::{self, Origin};
 use crate::catalog::normalize::normalize;
 use crate::catalog::{enriched_path, Provenance, SpecSource};
 use serde_json::{json, Value};
@@ -18,6 +19,10 @@ use serde_json::{json, Value};
 pub(super) struct Work {
     pub(super) source: SpecSource,
     pub(super) spec: SpecDoc,
+    /// The digests of the original as read, which the copy records so that the loader
+    /// serves its text only where the original has not changed since
+    /// (`catalog::enriched`).
+    pub(super) origin: Origin,
     pub(super) carried: usize,
     /// Rejection records carried over from the previous enriched copy.
     pub(super) remembered: usize,
@@ -258,6 +263,7 @@ pub(super) fn finish(
         summary.specs.push(report);
         return;
     }
+    enriched::stamp(&mut work.spec.doc, &work.origin);
     match check_and_write(&work, &target) {
         Ok(()) => report.enriched = Some(target),
         Err(e) => summary.problems.push(e),

@@ -290,6 +290,8 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
         ));
     }
     let mut spec = spec_file::read(&src.original)?;
+    // Taken before anything is carried in: the copy records the original as it is now.
+    let origin = crate::catalog::enriched::origin(&spec.doc);
     let enriched = enriched_path(&src.original);
     let (mut carried, mut remembered) = (0, 0);
     if enriched.is_file() {
@@ -311,6 +313,7 @@ fn prepare(index: usize, src: &SpecSource, only: Only, tasks: &[Task]) -> Result
     Ok(Work {
         source: src.clone(),
         spec,
+        origin,
         carried,
         remembered,
         plans,
