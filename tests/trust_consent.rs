@@ -7,20 +7,27 @@
 //! token issued but not stored is revoked; a stored token that no longer opens (a lost
 //! key) asks for consent again and can be withdrawn, and a rotated key keeps tokens.
 //!
+//! The consent pages' limit is per client address (the forwarded one only from a trusted
+//! balancer), so one client cannot lock everyone out; callbacks naming no pending consent
+//! leave no audit row; a withdrawal names only an API the person sees.
+//!
 //! Real parts: the test OpenID provider (its own login and consent pages), Debian's
 //! Chromium driven by playwright-core, the Python "browser" of the other consent tests,
-//! the server binary and its SQLite state file, a recording upstream.
+//! Debian's HAProxy, the server binary and its SQLite state file, a recording upstream.
 
 mod server_common;
 mod support;
 
+#[path = "support/haproxy.rs"]
+mod haproxy;
 #[path = "support/oidc.rs"]
 mod oidc;
 #[path = "support/team.rs"]
 mod team;
 
 use serde_json::{json, Value};
-use server_common::{python, repo};
+use server_common::{python, repo, TOKEN, TOKEN_ENV};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use support::upstream;
 use team::{audit_rows, call, result_text, stored_tokens, Setup, OTHER_KEY, STATE_KEY};
@@ -385,5 +392,244 @@ async fn a_token_that_no_longer_opens_asks_again_and_a_rotated_key_keeps_it() {
         sealed(&s.state_file()),
         before,
         "sealed again under the current key"
+    );
+}
+
+/// A client whose connections leave from `source` (any 127/8 address reaches loopback).
+fn client_from(source: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(source.parse::<IpAddr>().unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The statuses of `n` callbacks naming no consent, sent by `client` to `base` with `headers`.
+async fn flood(
+    client: &reqwest::Client,
+    base: &str,
+    n: usize,
+    headers: &[(&str, &str)],
+) -> Vec<u16> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let mut req = client.get(format!("{base}/oauth/callback?state=x&code=y"));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        out.push(req.send().await.unwrap().status().as_u16());
+    }
+    out
+}
+
+/// The server's metrics, read with the operator's token.
+async fn metrics(base: &str) -> String {
+    let res = reqwest::Client::new()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res.text().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_cannot_lock_others_out_of_the_consent_pages() {
+    let up = upstream::start().await;
+    let s = Setup::new(&[]).await;
+    let cfg = config(&s, &up, None);
+    let _srv = s
+        .serve(&cfg, None, &["--auth-token-env", TOKEN_ENV], &[])
+        .await;
+    let alice = s.token("alice").await;
+    let link = link_for(&s, &alice, "notes__notesEcho").await;
+
+    // A script on 127.0.0.2 loops on the callback: it is limited...
+    let statuses = flood(&client_from("127.0.0.2"), &s.base, 80, &[]).await;
+    assert!(
+        statuses.contains(&429),
+        "80 callbacks at once were all served"
+    );
+    // ...and alice, on 127.0.0.3, still opens her link and comes back from the provider.
+    let other = client_from("127.0.0.3");
+    let res = other.get(&link).send().await.unwrap();
+    assert_eq!(res.status(), 303, "alice locked out of her consent link");
+    let res = other
+        .get(format!("{}/oauth/callback?state=x&code=y", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(res.status(), 429, "alice locked out of the callback");
+    let m = metrics(&s.base).await;
+    assert!(
+        m.contains("shortlist_consent_pages_limited_total{scope=\"client\"}"),
+        "{m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_states_leave_no_audit_row_and_are_counted() {
+    let up = upstream::start().await;
+    let s = Setup::new(&[]).await;
+    let cfg = config(&s, &up, None);
+    let _srv = s
+        .serve(&cfg, None, &["--auth-token-env", TOKEN_ENV], &[])
+        .await;
+    for i in 0..5 {
+        let res = reqwest::get(format!(
+            "{}/oauth/callback?state=made-up-{i}&code=y",
+            s.base
+        ))
+        .await
+        .unwrap();
+        assert_eq!(res.status(), 403);
+    }
+    let rows = audit_rows(&s.state_file());
+    assert!(
+        rows.iter().all(|r| r.0 != "consent_refused"),
+        "outsiders wrote the audit log: {rows:?}"
+    );
+    let m = metrics(&s.base).await;
+    assert!(
+        m.contains("shortlist_oauth_callbacks_total{result=\"unknown_state\"} 5"),
+        "{m}"
+    );
+
+    // A callback for a consent that is pending, from another browser, is still audited.
+    let alice = s.token("alice").await;
+    let link = link_for(&s, &alice, "notes__notesEcho").await;
+    let state = link.split("state=").nth(1).unwrap();
+    let res = reqwest::get(format!("{}/oauth/callback?state={state}&code=y", s.base))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let rows = audit_rows(&s.state_file());
+    assert!(
+        rows.iter()
+            .any(|r| r.0 == "consent_refused" && r.2 == "notes"),
+        "{rows:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_balancer_each_forwarded_client_has_its_own_limit() {
+    let up = upstream::start().await;
+    let s = Setup::new(&[]).await;
+    let cfg = config(&s, &up, None);
+    // HAProxy reaches the server from 127.0.0.1 and appends the client to X-Forwarded-For.
+    let _srv = s
+        .serve(&cfg, None, &["--trusted-proxy", "127.0.0.1/32"], &[])
+        .await;
+    let (lb, stats) = (oidc::free_port(), oidc::free_port());
+    let _proxy = haproxy::Haproxy::start(
+        &format!(
+            "defaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    \
+             timeout server 30s\n    option forwardfor\n\n\
+             frontend consent\n    bind 127.0.0.1:{lb}\n    default_backend shortlist\n\n\
+             backend shortlist\n    server s1 127.0.0.1:{}\n\n\
+             listen stats\n    bind 127.0.0.1:{stats}\n    stats enable\n    stats uri /stats\n",
+            s.port
+        ),
+        stats,
+    )
+    .await;
+    let lb = format!("http://127.0.0.1:{lb}");
+
+    // One client behind the balancer is limited; another one is not.
+    let statuses = flood(&client_from("127.0.0.2"), &lb, 60, &[]).await;
+    assert!(statuses.contains(&429), "60 callbacks were all served");
+    let others = flood(&client_from("127.0.0.3"), &lb, 5, &[]).await;
+    assert!(
+        !others.contains(&429),
+        "another client behind the balancer was limited: {others:?}"
+    );
+    // A client that writes its own X-Forwarded-For is still itself: the balancer's hop,
+    // the right-most one, counts.
+    let spoofed = flood(
+        &client_from("127.0.0.2"),
+        &lb,
+        1,
+        &[("x-forwarded-for", "203.0.113.9")],
+    )
+    .await;
+    assert_eq!(
+        spoofed,
+        [429],
+        "a client escaped its limit with a forwarded header"
+    );
+
+    // Straight to the server from an address that is no trusted balancer: the header
+    // counts for nothing.
+    let direct = client_from("127.0.0.5");
+    let statuses = flood(&direct, &s.base, 60, &[("x-forwarded-for", "203.0.113.10")]).await;
+    assert!(statuses.contains(&429));
+    let again = flood(&direct, &s.base, 1, &[("x-forwarded-for", "203.0.113.11")]).await;
+    assert_eq!(again, [429], "an untrusted peer chose its own address");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_names_only_an_api_the_person_sees() {
+    let up = upstream::start().await;
+    let s = Setup::new(&[]).await;
+    // `memo` is for the `eng` group (alice), not for bob.
+    let cfg = s.config(&format!(
+        "{}{}{}",
+        Setup::api(
+            Some("notes"),
+            &echo_spec(s.dir.path(), "notesEcho"),
+            &up.base_url(),
+            &format!("allow_private = true\n{}", s.notes_auth(""))
+        ),
+        Setup::api(
+            Some("memo"),
+            &echo_spec(s.dir.path(), "memoEcho"),
+            &up.base_url(),
+            &format!(
+                "allow_private = true\nvisible_to = {{ groups = [\"eng\"] }}\n{}",
+                s.notes_auth("")
+            )
+        ),
+        s.auth("")
+    ));
+    let _srv = s.serve(&cfg, None, &[], &[]).await;
+    let (alice, bob) = (s.token("alice").await, s.token("bob").await);
+    let withdraw = |token: String, api: &str| {
+        let url = format!("{}/oauth/connections/{api}", s.base);
+        async move {
+            let res = reqwest::Client::new()
+                .delete(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    for api in ["no-such-api", "memo"] {
+        let (status, body) = withdraw(bob.clone(), api).await;
+        assert_eq!(status, 404, "{api}: {body}");
+        assert!(!body.contains("memo"), "a hidden API named: {body}");
+    }
+    assert!(
+        audit_rows(&s.state_file())
+            .iter()
+            .all(|r| r.0 != "withdrawn"),
+        "{:?}",
+        audit_rows(&s.state_file())
+    );
+    assert_eq!(withdraw(bob.clone(), "notes").await.0, 200);
+    assert_eq!(withdraw(alice.clone(), "memo").await.0, 200);
+    let withdrawn: Vec<_> = audit_rows(&s.state_file())
+        .into_iter()
+        .filter(|r| r.0 == "withdrawn")
+        .map(|r| (r.1, r.2))
+        .collect();
+    assert_eq!(
+        withdrawn,
+        [
+            ("bob".into(), "notes".into()),
+            ("alice".into(), "memo".into())
+        ]
     );
 }

@@ -81,6 +81,16 @@ pub struct ServeArgs {
     /// it waits for).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pub drain_secs: u64,
+    /// A load balancer whose forwarded client address is believed (address or block,
+    /// `10.0.0.0/8`); repeatable. The consent pages are limited per client: behind a
+    /// balancer every request comes from it, so name it here. A forwarded header from any
+    /// other peer is ignored.
+    #[arg(long = "trusted-proxy", value_name = "ADDR/CIDR")]
+    pub trusted_proxies: Vec<String>,
+    /// The header a trusted balancer puts the client's address in: `X-Forwarded-For`
+    /// (the right-most address not of a trusted balancer counts) or `Forwarded`.
+    #[arg(long, value_name = "HEADER", default_value = "X-Forwarded-For")]
+    pub forwarded_header: String,
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
@@ -308,6 +318,9 @@ fn http_options(
         oauth,
     )?;
     opts.drain = Duration::from_secs(args.drain_secs);
+    opts.client_addr =
+        server::client_addr::ClientAddr::new(&args.trusted_proxies, &args.forwarded_header)
+            .map_err(|e| anyhow::anyhow!(e))?;
     Ok(opts)
 }
 
@@ -351,6 +364,7 @@ pub fn http_options_from(
         allowed_hosts: allowed_hosts.to_vec(),
         oauth,
         drain: Duration::ZERO,
+        client_addr: Default::default(),
     };
     opts.check()?;
     Ok(opts)

@@ -37,6 +37,9 @@ pub struct HttpOptions {
     /// balancer or Kubernetes notices and stops sending requests before the listener
     /// closes, instead of the requests in flight at that moment failing.
     pub drain: Duration,
+    /// Who a request's client is, for the consent pages' per-client limits: the socket's
+    /// peer, or what a trusted load balancer forwards.
+    pub client_addr: super::client_addr::ClientAddr,
 }
 
 impl HttpOptions {
@@ -102,6 +105,7 @@ pub fn router(
     let callback = super::oauth::consent_routes(super::signin::ConsentSite::new(
         Arc::clone(&state),
         opts.oauth.clone(),
+        opts.client_addr.clone(),
     ))
     .layer(axum::middleware::from_fn_with_state(
         guard.clone(),
@@ -282,10 +286,14 @@ async fn run(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(|e| anyhow::anyhow!("HTTP server failed: {e}"))
+    // The peer's address reaches handlers (the consent pages' per-client limits).
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown.cancelled_owned())
+    .await
+    .map_err(|e| anyhow::anyhow!("HTTP server failed: {e}"))
 }
 
 /// Forgets idle stateless clients now and then, so memory returns to baseline after they

@@ -12,7 +12,8 @@
 //! - [`tools`], [`meta_tools`], [`apis`], [`discovery`], [`outcome`]: what clients see;
 //! - [`memory`]: freed memory goes back to the system when clients leave;
 //! - transports: stdio ([`serve_stdio`]), streamable HTTP and legacy SSE ([`http`],
-//!   [`legacy_sse`], [`guard`]).
+//!   [`legacy_sse`], [`guard`]); the consent pages' limits per client ([`rate_limit`],
+//!   [`client_addr`]).
 //!
 //! Stdout belongs to the protocol in stdio mode: nothing here prints to it; logs go through
 //! `tracing` to stderr.
@@ -21,6 +22,7 @@ pub mod apis;
 pub mod audit;
 pub mod browser;
 pub mod caller;
+pub mod client_addr;
 pub mod clients;
 pub mod consent;
 pub mod discovery;
@@ -36,6 +38,7 @@ pub mod observed;
 pub mod outcome;
 pub mod parse_error;
 pub mod probes;
+pub mod rate_limit;
 pub mod reload;
 pub mod served;
 pub mod sessions;

@@ -9,17 +9,19 @@
 //!   nothing the provider says is echoed, and no person is named.
 //! - `GET /oauth/connections`: the APIs the caller has given access to (no secret).
 //! - `DELETE /oauth/connections/{api}`: the caller withdraws it; the token is revoked at
-//!   the authorization server when the config names where, and forgotten here.
+//!   the authorization server when the config names where, and forgotten here. An API
+//!   the caller does not see (and holds no connection to) is not found.
 //!
 //! The last two sit behind the same access-token check as `/mcp`: a person sees and
 //! withdraws only their own connections. The consent pages take no access token (a
-//! browser has none) and share one rate limit.
+//! browser has none) and are rate-limited per client address.
 
 use super::browser;
 use super::signin::{self, ConsentSite};
 use super::state::ServerState;
 use crate::credentials::Incomplete;
 use crate::store::{AuditEntry, Event};
+use crate::telemetry::metrics;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -44,6 +46,10 @@ pub fn consent_routes(site: Arc<ConsentSite>) -> Router {
         .route("/oauth/consent", get(signin::open_link))
         .route("/oauth/signin", get(signin::signed_in_back))
         .route("/oauth/callback", get(callback))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&site),
+            browser::limit,
+        ))
         .with_state(site)
 }
 
@@ -63,14 +69,12 @@ async fn callback(
     headers: HeaderMap,
     Query(q): Query<Callback>,
 ) -> Response {
-    if !site.limit.allow() {
-        return browser::too_many();
-    }
     let (Some(store), Some(public)) = (site.state.store(), site.public()) else {
         return signin::unavailable();
     };
     let clear = public.clear_cookie(signin::CONSENT_COOKIE);
     let Some(state) = q.state.as_deref().filter(|s| !s.is_empty()) else {
+        metrics::oauth_callback("malformed");
         return browser::page(
             StatusCode::BAD_REQUEST,
             "Not a consent",
@@ -79,16 +83,18 @@ async fn callback(
     };
     // Only the browser that signed in for this consent may complete it.
     let Some(signed_in) = signin::signed_in(store, &public, &headers, state) else {
+        // A state that names no pending consent is anyone's guess, not an event about a
+        // consent: counted, not audited, or outsiders could fill the audit log.
+        let pending = store.consent(state).await;
+        if let Ok(None) = pending {
+            metrics::oauth_callback("unknown_state");
+            return signin::not_this_browser();
+        }
+        metrics::oauth_callback("not_the_browser");
         tracing::warn!(
             "a consent callback came without the browser that signed in for it; refused"
         );
-        let api = store
-            .consent(state)
-            .await
-            .ok()
-            .flatten()
-            .map(|p| p.api)
-            .unwrap_or_default();
+        let api = pending.ok().flatten().map(|p| p.api).unwrap_or_default();
         site.audit(
             AuditEntry::event(Event::ConsentRefused, "-", None, &api)
                 .with_detail(serde_json::json!({"reason": "not_the_browser_that_signed_in"})),
@@ -97,6 +103,7 @@ async fn callback(
         return signin::not_this_browser();
     };
     if let Some(error) = &q.error {
+        metrics::oauth_callback("declined");
         tracing::info!(error = %crate::text::clip_chars(error, 60), "consent not given");
         return browser::with_cookies(
             browser::page(
@@ -108,6 +115,7 @@ async fn callback(
         );
     }
     let Some(code) = q.code.as_deref() else {
+        metrics::oauth_callback("malformed");
         return browser::page(
             StatusCode::BAD_REQUEST,
             "Not a consent",
@@ -124,6 +132,7 @@ async fn callback(
         .await;
     let res = match outcome {
         Ok(done) => {
+            metrics::oauth_callback("given");
             tracing::info!(sub = %done.sub, api = %done.api, "consent completed");
             site.audit(AuditEntry::event(
                 Event::ConsentGiven,
@@ -142,6 +151,7 @@ async fn callback(
             )
         }
         Err(Incomplete::Refused(why)) => {
+            metrics::oauth_callback("refused");
             tracing::info!(error = %why, "consent could not be completed");
             site.audit(
                 AuditEntry::event(Event::ConsentRefused, &signed_in, None, "")
@@ -160,6 +170,7 @@ async fn callback(
             revoked,
             why,
         }) => {
+            metrics::oauth_callback("not_stored");
             tracing::error!(api = %api, revoked, error = %why, "a token was issued but could not be stored");
             let event = if revoked {
                 Event::ConsentRefused
@@ -214,6 +225,19 @@ async fn disconnect(
         Err(why) => return refused(why),
     };
     let served = state.served();
+    let principal = crate::auth::Principal::from_parts(&parts);
+    // Only an API the person sees, or one they hold a connection to (their own row, which
+    // they list at `/oauth/connections` even after the API left the catalog or their
+    // sight): anything else is absent, and a made-up name is not an event to audit.
+    let sees = served.api_config(&api).is_some()
+        && super::visibility::Sight::of(&served, principal).sees(&api);
+    if !sees {
+        match store.token_apis(&sub).await {
+            Ok(held) if held.iter().any(|(a, _)| *a == api) => {}
+            Ok(_) => return no_such_api(),
+            Err(e) => return unavailable(&e.to_string()),
+        }
+    }
     let auth = served.api_config(&api).and_then(|c| c.auth.as_ref());
     match state
         .invoker()
@@ -223,8 +247,7 @@ async fn disconnect(
     {
         Ok(had) => {
             tracing::info!(sub = %sub, api = %api, had, "connection withdrawn");
-            let client =
-                crate::auth::Principal::from_parts(&parts).and_then(|p| p.client_id.clone());
+            let client = principal.and_then(|p| p.client_id.clone());
             super::audit::record(
                 Some(store),
                 AuditEntry::event(Event::Withdrawn, &sub, client.as_deref(), &api)
@@ -251,6 +274,15 @@ fn caller<'a>(
         "this server keeps no state store",
     ))?;
     Ok((p.sub.clone(), store))
+}
+
+/// The answer for an API the caller does not see: the same as for one that does not exist.
+fn no_such_api() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(serde_json::json!({"error": "no such API"})),
+    )
+        .into_response()
 }
 
 fn refused((status, why): (StatusCode, &'static str)) -> Response {

@@ -9,7 +9,9 @@
 //! A link opened by anyone else (a colleague it was forwarded to, whoever found it in a
 //! log) is refused, and nothing is stored.
 
-use super::browser::{self, PublicUrl, RateLimit};
+use super::browser::{self, PublicUrl};
+use super::client_addr::ClientAddr;
+use super::rate_limit::RateLimits;
 use super::state::ServerState;
 use crate::auth::Verifier;
 use crate::store::{AuditEntry, Event, Store};
@@ -37,12 +39,19 @@ pub struct ConsentSite {
     pub state: Arc<ServerState>,
     /// The `[auth]` verifier: the issuer's metadata and keys (ID tokens).
     pub verifier: Option<Arc<Verifier>>,
-    pub limit: RateLimit,
+    /// How fast each client may ask for the pages.
+    pub limits: RateLimits,
+    /// Who a request's client is (the peer, or what a trusted balancer forwards).
+    pub clients: ClientAddr,
     http: reqwest::Client,
 }
 
 impl ConsentSite {
-    pub fn new(state: Arc<ServerState>, verifier: Option<Arc<Verifier>>) -> Arc<ConsentSite> {
+    pub fn new(
+        state: Arc<ServerState>,
+        verifier: Option<Arc<Verifier>>,
+        clients: ClientAddr,
+    ) -> Arc<ConsentSite> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
@@ -51,8 +60,8 @@ impl ConsentSite {
         Arc::new(ConsentSite {
             state,
             verifier,
-            // Twenty at once, five a second after that: people click, scripts loop.
-            limit: RateLimit::new(20, 5),
+            limits: RateLimits::consent_pages(),
+            clients,
             http,
         })
     }
@@ -124,9 +133,6 @@ pub async fn open_link(
     State(site): State<Arc<ConsentSite>>,
     Query(q): Query<LinkQuery>,
 ) -> Response {
-    if !site.limit.allow() {
-        return browser::too_many();
-    }
     let (Some(store), Some(public)) = (site.state.store(), site.public()) else {
         return unavailable();
     };
@@ -212,9 +218,6 @@ pub async fn signed_in_back(
     headers: HeaderMap,
     Query(q): Query<SigninQuery>,
 ) -> Response {
-    if !site.limit.allow() {
-        return browser::too_many();
-    }
     let (Some(store), Some(public)) = (site.state.store(), site.public()) else {
         return unavailable();
     };

@@ -41,6 +41,13 @@ pub const RELOAD_DURATION: &str = "shortlist_catalog_reload_duration_seconds";
 pub const ENDPOINTS_SERVED: &str = "shortlist_endpoints_served";
 /// APIs of the catalog now served (gauge).
 pub const APIS_SERVED: &str = "shortlist_apis_served";
+/// Consent pages refused for asking too fast, by `scope` (`client`: one client's limit,
+/// `global`: the replica's ceiling).
+pub const CONSENT_PAGES_LIMITED: &str = "shortlist_consent_pages_limited_total";
+/// Redirects back from an authorization server to `/oauth/callback`, by `result`
+/// ([`OAUTH_CALLBACK_RESULTS`]); `unknown_state` names no pending consent, and leaves no
+/// audit row (anyone can send one).
+pub const OAUTH_CALLBACKS: &str = "shortlist_oauth_callbacks_total";
 
 /// Histogram buckets in seconds: a ranked answer takes milliseconds, an upstream call up to
 /// its timeout, a reload of a large catalog minutes.
@@ -73,6 +80,17 @@ const MCP_METHODS: [&str; 22] = [
     "tasks/list",
     "skills/list",
     "skills/get",
+];
+
+/// What a callback came to.
+pub const OAUTH_CALLBACK_RESULTS: [&str; 7] = [
+    "given",
+    "declined",
+    "refused",
+    "not_stored",
+    "not_the_browser",
+    "unknown_state",
+    "malformed",
 ];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -133,6 +151,11 @@ fn describe() {
     );
     describe_gauge!(ENDPOINTS_SERVED, "endpoints of the catalog served");
     describe_gauge!(APIS_SERVED, "APIs of the catalog served");
+    describe_counter!(
+        CONSENT_PAGES_LIMITED,
+        "consent pages refused for asking too fast, by scope"
+    );
+    describe_counter!(OAUTH_CALLBACKS, "OAuth consent callbacks by result");
 }
 
 /// The label of an MCP method: the protocol's name, or `other`.
@@ -200,6 +223,17 @@ pub fn store_error(operation: &'static str) {
 pub fn reload(ok: bool, took: Duration) {
     counter!(RELOADS, "result" => if ok { "ok" } else { "failed" }).increment(1);
     histogram!(RELOAD_DURATION).record(took.as_secs_f64());
+}
+
+/// One consent page refused for its client's limit (`client`) or the ceiling (`global`).
+pub fn consent_page_limited(scope: &'static str) {
+    counter!(CONSENT_PAGES_LIMITED, "scope" => scope).increment(1);
+}
+
+/// One callback, by what it came to (one of [`OAUTH_CALLBACK_RESULTS`]).
+pub fn oauth_callback(result: &'static str) {
+    debug_assert!(OAUTH_CALLBACK_RESULTS.contains(&result));
+    counter!(OAUTH_CALLBACKS, "result" => result).increment(1);
 }
 
 /// The catalog now served.
