@@ -18,7 +18,6 @@ pub mod expand;
 pub mod explain;
 pub mod fusion;
 pub mod matched;
-pub mod null;
 mod pool;
 pub mod prereq;
 mod scoring;
@@ -166,8 +165,6 @@ pub struct Shortlister {
     /// Whether a graph-served catalog is ranked from its candidates ([`pool`]) rather than
     /// by scoring every endpoint (the same ranking, checked in `pool_tests.rs`).
     pooled: bool,
-    /// The catalog's null distribution of best cosines ([`null`]), made when first judged.
-    null: null::NullCache,
 }
 
 /// A request ready to rank: the whole text then its tasks, their embeddings (none for
@@ -241,7 +238,6 @@ impl Shortlister {
             options,
             dense_candidates: DENSE_CANDIDATES,
             pooled: true,
-            null: null::NullCache::default(),
         }
     }
 

@@ -801,10 +801,10 @@ async fn try_shows_what_a_client_receives_and_why() {
     );
     for e in [
         "cosine",
+        "cosine_gap",
         "task_cosine",
+        "coverage",
         "coverage_top",
-        "null_share",
-        "null_z",
     ] {
         assert!(j["evidence"][e].as_f64().is_some(), "{e}: {j:#}");
     }

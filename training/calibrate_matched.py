@@ -30,7 +30,7 @@ import json
 import math
 import sys
 
-FEATURES = ["cosine", "cosine_gap", "task_cosine", "coverage", "coverage_top", "null_share", "null_z"]
+FEATURES = ["cosine", "cosine_gap", "task_cosine", "coverage", "coverage_top"]
 
 
 def group_of(name):

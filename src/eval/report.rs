@@ -130,7 +130,7 @@ pub fn text(r: &SettingReport) -> String {
             );
         }
         out.push('\n');
-        let halves: Vec<_> = r.queries.iter().filter_map(|q| q.halves).collect();
+        let halves: Vec<_> = r.queries.iter().filter_map(|q| q.halves.as_ref()).collect();
         let (h, other) = flagged(
             halves
                 .iter()

@@ -138,7 +138,7 @@ pub struct QueryOutcome {
 /// its own half holds every gold API (a matchable request in a catalog half the size), the
 /// other none (a request nothing should fit, as a team's catalog without the API a person
 /// asks about).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Halves {
     /// Endpoints in the half that holds the gold APIs.
     pub own_endpoints: usize,
@@ -146,6 +146,10 @@ pub struct Halves {
     pub other_endpoints: usize,
     pub own: Option<Judgement>,
     pub other: Option<Judgement>,
+    /// The best hit in the other half, as a qualified key: what an assistant would be
+    /// offered there (reading a sample of these tells how many "no-match" requests the
+    /// other half does serve).
+    pub other_best: Option<String>,
 }
 
 /// What the default `find_tools` answer (sized in tokens, no `k`) held for one query.
@@ -402,15 +406,21 @@ fn judge_halves(
     if other.0.is_empty() {
         return Ok(None);
     }
-    let judge = |h: &(Vec<String>, usize)| -> Result<Option<Judgement>, ShortlistError> {
+    let judge = |h: &(Vec<String>, usize)| {
         let ids: Vec<&str> = h.0.iter().map(String::as_str).collect();
-        Ok(shortlister.search_judged(query, 1, Some(&ids))?.1)
+        shortlister.search_judged(query, 1, Some(&ids))
     };
+    let (_, own_judged) = judge(own)?;
+    let (best, other_judged) = judge(other)?;
     Ok(Some(Halves {
         own_endpoints: own.1,
         other_endpoints: other.1,
-        own: judge(own)?,
-        other: judge(other)?,
+        own: own_judged,
+        other: other_judged,
+        other_best: best
+            .first()
+            .and_then(|h| shortlister.endpoint(h.position))
+            .map(|e| e.qualified_key()),
     }))
 }
 

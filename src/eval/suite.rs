@@ -303,8 +303,12 @@ pub fn run_suite(
                 .iter()
                 .filter(|q| q.judged_without_gold.is_some())
                 .count(),
-            half_no_match_flagged: flagged(all.iter().map(|q| q.halves.and_then(|h| h.other))),
-            half_matchable_flagged: flagged(all.iter().map(|q| q.halves.and_then(|h| h.own))),
+            half_no_match_flagged: flagged(
+                all.iter().map(|q| q.halves.as_ref().and_then(|h| h.other)),
+            ),
+            half_matchable_flagged: flagged(
+                all.iter().map(|q| q.halves.as_ref().and_then(|h| h.own)),
+            ),
         });
         outcomes.push((d.name.clone(), all));
     }

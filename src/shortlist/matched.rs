@@ -38,20 +38,14 @@ pub struct Evidence {
     pub coverage: f32,
     /// The same share in the texts of the first [`COVERAGE_HITS`] hits together.
     pub coverage_top: f32,
-    /// The share of the catalog's null requests ([`super::null`]) whose best cosine among
-    /// the endpoints in play is at least `task_cosine`: near 1 when the request fits the
-    /// catalog no better than requests chosen without regard to it.
-    pub null_share: f32,
-    /// How many standard deviations `task_cosine` lies above the null requests' mean.
-    pub null_z: f32,
 }
 
 /// The logistic model that reads [`Evidence`]: weights of `cosine`, `cosine_gap`,
-/// `task_cosine`, `coverage`, `coverage_top`, `null_share`, `null_z`, then the bias; a request whose no-match
+/// `task_cosine`, `coverage`, `coverage_top`, then the bias; a request whose no-match
 /// probability is at least `threshold` is judged unmatched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Calibration {
-    pub weights: [f32; 7],
+    pub weights: [f32; 5],
     pub bias: f32,
     pub threshold: f32,
 }
@@ -66,7 +60,7 @@ pub struct Calibration {
 /// other signals added nothing that held on the datasets left out. A query model changes
 /// the cosines, and this calibration is the shipped model's.
 pub const CALIBRATION: Calibration = Calibration {
-    weights: [0.0, 0.0, -11.87, 0.0, -4.529, 0.0, 0.0],
+    weights: [0.0, 0.0, -11.87, 0.0, -4.529],
     bias: 4.657,
     threshold: 0.875,
 };
@@ -88,8 +82,6 @@ impl Calibration {
             e.task_cosine,
             e.coverage,
             e.coverage_top,
-            e.null_share,
-            e.null_z,
         ];
         let z: f32 = self.bias + self.weights.iter().zip(x).map(|(w, v)| w * v).sum::<f32>();
         1.0 / (1.0 + (-z).exp())
@@ -206,19 +198,12 @@ impl Shortlister {
             .take(COVERAGE_HITS)
             .map(|h| h.position)
             .collect();
-        let null = self.null_distribution(&allowed)?;
-        let standing = super::null::standing(&null, task_cosine).unwrap_or(super::null::Standing {
-            share_above: 0.0,
-            z: 0.0,
-        });
         let evidence = Evidence {
             cosine,
             cosine_gap: cosine - tenth,
             task_cosine,
             coverage: lexical.coverage(text, &top[..top.len().min(1)]),
             coverage_top: lexical.coverage(text, &top),
-            null_share: standing.share_above,
-            null_z: standing.z,
         };
         Ok(Some(Judgement::of(evidence)))
     }
