@@ -143,7 +143,7 @@ impl Broker {
                 .map_err(|e| e.to_string()),
             Client::Exchange(tx) => {
                 let p = need_person(api, person)?;
-                tx.token_for(&p.sub, &p.subject_token, p.expires_at)
+                tx.token_for(p)
                     .await
                     .map(Grant::Token)
                     .map_err(|e| format!("cannot get your token for API '{api}': {e}"))
@@ -172,7 +172,7 @@ impl Broker {
             Client::Machine(cc) => cc.invalidate().await,
             Client::Exchange(tx) => {
                 if let Some(p) = person {
-                    tx.invalidate(&p.sub).await;
+                    tx.invalidate(p).await;
                 }
             }
             Client::Consent(ac) => {
