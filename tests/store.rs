@@ -334,6 +334,9 @@ impl Backend for RefreshedMeanwhile {
     async fn put_token(&self, row: SealedToken) -> Result<(), StoreError> {
         self.inner.put_token(row).await
     }
+    async fn reseal_token(&self, was: Vec<u8>, row: SealedToken) -> Result<bool, StoreError> {
+        self.inner.reseal_token(was, row).await
+    }
     async fn token(&self, sub: &str, api: &str) -> Result<Option<SealedToken>, StoreError> {
         let row = self.inner.token(sub, api).await?;
         let refreshed = self.refreshed.lock().unwrap().take();
