@@ -3,15 +3,27 @@
 //! accepted by a resource server that checks it, reused until invalidated, shared by
 //! concurrent callers; a wrong secret and an unreachable endpoint fail readably. Token
 //! exchange (RFC 8693) at the same provider: each person's MCP token becomes their own API
-//! token, cached per person, and a forged subject token is refused.
+//! token, cached per person (and client and scopes), and a forged subject token is refused.
 
 #[path = "support/oidc.rs"]
 mod oidc;
 
-use shortlist::credentials::{ClientCredentials, CredentialError, TokenExchange};
+use shortlist::credentials::{ClientCredentials, CredentialError, Person, TokenExchange};
 use std::sync::Arc;
 
 const API: &str = "http://127.0.0.1:9/billing";
+
+/// `sub`, whose MCP access token `token` (issued to the client `sub`, as the test
+/// provider's people are clients) expires at `expires_at`.
+fn person(sub: &str, token: &str, expires_at: u64) -> Person {
+    Person {
+        sub: sub.into(),
+        subject_token: token.into(),
+        expires_at,
+        client_id: Some(sub.into()),
+        scopes: ["mcp".to_string()].into(),
+    }
+}
 
 fn now() -> u64 {
     std::time::SystemTime::now()
@@ -38,11 +50,15 @@ async fn token_exchange_on_behalf_of_each_person() {
     );
     let later = now() + 600;
     let alice = tx
-        .token_for("alice", &alice_mcp, later)
+        .token_for(&person("alice", &alice_mcp, later))
         .await
         .unwrap()
         .value;
-    let bob = tx.token_for("bob", &bob_mcp, later).await.unwrap().value;
+    let bob = tx
+        .token_for(&person("bob", &bob_mcp, later))
+        .await
+        .unwrap()
+        .value;
     assert_ne!(alice, bob);
     assert_eq!(
         api.verify(&alice).await.unwrap().sub,
@@ -55,7 +71,7 @@ async fn token_exchange_on_behalf_of_each_person() {
         "the API sees bob"
     );
     assert_eq!(
-        tx.token_for("alice", &alice_mcp, later)
+        tx.token_for(&person("alice", &alice_mcp, later))
             .await
             .unwrap()
             .value,
@@ -63,12 +79,15 @@ async fn token_exchange_on_behalf_of_each_person() {
         "cached per person"
     );
     assert_eq!(
-        tx.token_for("bob", &bob_mcp, later).await.unwrap().value,
+        tx.token_for(&person("bob", &bob_mcp, later))
+            .await
+            .unwrap()
+            .value,
         bob
     );
-    tx.invalidate("alice").await;
+    tx.invalidate(&person("alice", &alice_mcp, later)).await;
     assert_ne!(
-        tx.token_for("alice", &alice_mcp, later)
+        tx.token_for(&person("alice", &alice_mcp, later))
             .await
             .unwrap()
             .value,
@@ -78,12 +97,12 @@ async fn token_exchange_on_behalf_of_each_person() {
     // Never kept beyond the subject token's own expiry.
     let carol_mcp = idp.token("carol", "mcp", None).await;
     let c1 = tx
-        .token_for("carol", &carol_mcp, now() + 10)
+        .token_for(&person("carol", &carol_mcp, now() + 10))
         .await
         .unwrap()
         .value;
     assert_ne!(
-        tx.token_for("carol", &carol_mcp, now() + 10)
+        tx.token_for(&person("carol", &carol_mcp, now() + 10))
             .await
             .unwrap()
             .value,
@@ -97,7 +116,10 @@ async fn token_exchange_on_behalf_of_each_person() {
             true,
         )
         .await;
-    let e = tx.token_for("mallory", &forged, later).await.unwrap_err();
+    let e = tx
+        .token_for(&person("mallory", &forged, later))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("invalid_grant"), "{e}");
     assert!(!e.to_string().contains("shortlist-server-secret"), "{e}");
 }

@@ -73,6 +73,8 @@ fn person(i: usize) -> Person {
         sub: format!("person-{i}"),
         subject_token: format!("subject-of-{i}"),
         expires_at: u64::MAX / 2,
+        client_id: Some("ide".into()),
+        scopes: ["mcp".to_string()].into(),
     }
 }
 
@@ -212,4 +214,87 @@ async fn a_slow_exchange_holds_up_nobody_else() {
         "another person's slow exchange held this one for {quick_took:?}"
     );
     assert!(slow_call.await.unwrap() >= Duration::from_secs(3));
+}
+
+/// A token exchanged from a person's access token is for what that token allowed: the
+/// OAuth client it was issued to and its scopes. The same person calling through another
+/// client, or with other scopes, gets an exchange of their own, never the first client's
+/// token; the same client with the same scopes reuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_and_scope_set_gets_its_own_exchange() {
+    let up = upstream::start().await;
+    let (token_url, served) = token_endpoint(300).await;
+    let (catalog, cfg) = api(&token_url, &up.base_url());
+    let ep = catalog.endpoint("echo").expect("the echo endpoint").clone();
+    let invoker = Invoker::new()
+        .unwrap()
+        .with_env(|v| (v == "EXCHANGE_SECRET").then(|| "exchange-secret-1".to_string()));
+    let args = serde_json::Map::new();
+    let call = |who: Person| {
+        let (invoker, ep, cfg, args) = (invoker.clone(), ep.clone(), cfg.clone(), args.clone());
+        async move {
+            let got = invoker
+                .call_for(
+                    &ep,
+                    Some(&cfg),
+                    &args,
+                    CallFor {
+                        person: Some(&who),
+                        client_id: who.client_id.as_deref(),
+                        ..Default::default()
+                    },
+                )
+                .await;
+            match got {
+                Called::Done(o) => assert!(!o.is_error, "{}", o.text),
+                Called::Consent { .. } => panic!("no consent for an exchange"),
+            }
+        }
+    };
+    let sent = || {
+        up.received()
+            .last()
+            .and_then(|r| r.header("authorization"))
+            .expect("a token sent")
+            .to_string()
+    };
+    let ide = person(7);
+    call(ide.clone()).await;
+    let ide_token = sent();
+    call(ide.clone()).await;
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "reused for the same client"
+    );
+    assert_eq!(sent(), ide_token);
+
+    let other_client = Person {
+        subject_token: "subject-of-7-through-another-app".into(),
+        client_id: Some("another-app".into()),
+        ..ide.clone()
+    };
+    call(other_client).await;
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        2,
+        "another client's call got the first client's exchanged token"
+    );
+    assert_ne!(sent(), ide_token);
+
+    let more_scopes = Person {
+        subject_token: "subject-of-7-with-admin".into(),
+        scopes: ["mcp".to_string(), "admin".to_string()].into(),
+        ..ide.clone()
+    };
+    call(more_scopes).await;
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        3,
+        "a token with other scopes got the first token's exchanged token"
+    );
+    assert_ne!(sent(), ide_token);
+    call(ide).await;
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    assert_eq!(sent(), ide_token);
 }

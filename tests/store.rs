@@ -9,10 +9,10 @@ mod postgres;
 use shortlist::store::postgres::PostgresBackend;
 use shortlist::store::sqlite::SqliteBackend;
 use shortlist::store::{
-    AuditEntry, ConsentLimits, Event, Location, PendingConsent, SealedToken, Sealer, Store,
-    StoreError, UpstreamToken,
+    AuditEntry, Backend, ConsentLimits, Event, Location, PendingConsent, SealedConsent,
+    SealedToken, Sealer, Store, StoreError, UpstreamToken,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
@@ -312,6 +312,160 @@ async fn exercise(store: &Store) {
 
 fn other_key() -> Sealer {
     Sealer::from_text(&"cd".repeat(32)).unwrap()
+}
+
+/// A backend through which another replica's write lands right after a token is read:
+/// the refresh another replica made (under the refresh lock) between this replica's read
+/// of a row sealed under a previous key and its sealing the row again.
+struct RefreshedMeanwhile {
+    inner: Arc<dyn Backend>,
+    other_replica: Store,
+    refreshed: Mutex<Option<UpstreamToken>>,
+}
+
+#[async_trait::async_trait]
+impl Backend for RefreshedMeanwhile {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn schema_version(&self) -> Result<i64, StoreError> {
+        self.inner.schema_version().await
+    }
+    async fn put_token(&self, row: SealedToken) -> Result<(), StoreError> {
+        self.inner.put_token(row).await
+    }
+    async fn reseal_token(&self, was: Vec<u8>, row: SealedToken) -> Result<bool, StoreError> {
+        self.inner.reseal_token(was, row).await
+    }
+    async fn token(&self, sub: &str, api: &str) -> Result<Option<SealedToken>, StoreError> {
+        let row = self.inner.token(sub, api).await?;
+        let refreshed = self.refreshed.lock().unwrap().take();
+        if let Some(t) = refreshed {
+            self.other_replica.put_token(sub, api, &t).await?;
+        }
+        Ok(row)
+    }
+    async fn delete_token(&self, sub: &str, api: &str) -> Result<bool, StoreError> {
+        self.inner.delete_token(sub, api).await
+    }
+    async fn token_apis(&self, sub: &str) -> Result<Vec<(String, Option<i64>)>, StoreError> {
+        self.inner.token_apis(sub).await
+    }
+    async fn put_consent(
+        &self,
+        row: SealedConsent,
+        limits: ConsentLimits,
+    ) -> Result<(), StoreError> {
+        self.inner.put_consent(row, limits).await
+    }
+    async fn consent(&self, state: &str) -> Result<Option<SealedConsent>, StoreError> {
+        self.inner.consent(state).await
+    }
+    async fn complete_consent(
+        &self,
+        state: &str,
+        now: i64,
+        token: SealedToken,
+    ) -> Result<bool, StoreError> {
+        self.inner.complete_consent(state, now, token).await
+    }
+    async fn expire_consents(&self, now: i64) -> Result<u64, StoreError> {
+        self.inner.expire_consents(now).await
+    }
+    async fn record(&self, e: AuditEntry) -> Result<i64, StoreError> {
+        self.inner.record(e).await
+    }
+    async fn finish_call(
+        &self,
+        id: i64,
+        status: u16,
+        latency_ms: u32,
+        detail: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.inner.finish_call(id, status, latency_ms, detail).await
+    }
+    async fn audit(&self, sub: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
+        self.inner.audit(sub, limit).await
+    }
+    async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.try_lock(name, holder, now_ms, ttl_ms).await
+    }
+    async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        self.inner.unlock(name, holder).await
+    }
+}
+
+/// After a key rotation a read seals the row again under the new key; if another replica
+/// refreshed the token in between (its refresh token spent, a new one stored), sealing
+/// again what was read would bring the spent refresh token back and lose the new one. The
+/// row is sealed again only if it is still the row that was read.
+async fn sealing_again_keeps_a_refresh_made_meanwhile(backend: Arc<dyn Backend>) {
+    let rotated = || Some(other_key().with_previous(sealer().unwrap()));
+    Store::with_backend(Arc::clone(&backend), sealer())
+        .put_token("dave", "gh", &token("dave-old"))
+        .await
+        .unwrap();
+    let this_replica = Store::with_backend(
+        Arc::new(RefreshedMeanwhile {
+            inner: Arc::clone(&backend),
+            other_replica: Store::with_backend(Arc::clone(&backend), rotated()),
+            refreshed: Mutex::new(Some(token("dave-new"))),
+        }),
+        rotated(),
+    );
+    let read = this_replica.token("dave", "gh").await.unwrap().unwrap();
+    assert_eq!(read.access_token, "dave-old", "what it read");
+    let stored = Store::with_backend(Arc::clone(&backend), rotated())
+        .token("dave", "gh")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            stored.access_token.as_str(),
+            stored.refresh_token.as_deref()
+        ),
+        ("dave-new", Some("dave-new-refresh")),
+        "the other replica's refresh is kept"
+    );
+    // Unchanged since it was read: sealed again under the new key.
+    Store::with_backend(Arc::clone(&backend), sealer())
+        .put_token("dave", "gh", &token("dave-new"))
+        .await
+        .unwrap();
+    this_replica.token("dave", "gh").await.unwrap().unwrap();
+    assert_eq!(
+        Store::with_backend(Arc::clone(&backend), Some(other_key()))
+            .token("dave", "gh")
+            .await
+            .unwrap()
+            .map(|t| t.access_token),
+        Some("dave-new".to_string())
+    );
+}
+
+#[tokio::test]
+async fn sqlite_sealing_again_keeps_a_refresh_made_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::open(&dir.path().join("state.sqlite3"))
+        .await
+        .unwrap();
+    sealing_again_keeps_a_refresh_made_meanwhile(Arc::new(backend)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sealing_again_keeps_a_refresh_made_meanwhile() {
+    let pg = tokio::task::spawn_blocking(postgres::Postgres::start)
+        .await
+        .unwrap();
+    let backend = PostgresBackend::open(&pg.database("reseal")).await.unwrap();
+    sealing_again_keeps_a_refresh_made_meanwhile(Arc::new(backend)).await;
 }
 
 #[tokio::test]

@@ -363,3 +363,64 @@ async fn apis_limited_to_a_group_are_seen_by_that_group_only() {
         "bob reached the archive's upstream"
     );
 }
+
+/// A token's header is the caller's text, read before any signature is checked: a `kid`
+/// holding a line break, a carriage return, a Unicode line separator or a terminal escape
+/// shows up in the text log escaped, on the refusal's own line, never as a line of its own
+/// that reads like the server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kid_cannot_forge_text_log_lines() {
+    use base64::Engine;
+    let up = upstream::start().await;
+    let (port, _base, audience, idp) = provider_for_a_server().await;
+    let fx = Fixture::with_apis_and(
+        &[("tmdb", &up.base_url())],
+        &format!(
+            "\n[auth]\nissuer = {:?}\naudience = {audience:?}\nrequired_scopes = [\"mcp\"]\n",
+            idp.issuer
+        ),
+    );
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = tokio::process::Command::new(shortlist_bin());
+    cmd.args(fx.serve_args(&["--http", &addr, "--log-format", "text"]))
+        .env(TOKEN_ENV, TOKEN)
+        .env("RUST_LOG", "shortlist=info");
+    let srv =
+        server_common::child_server::start(cmd, "http://127.0.0.1:", Duration::from_secs(120))
+            .await;
+
+    let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let kid = "k1\nFORGED line\rFORGED cr\u{2028}FORGED ls\u{1b}[2K\u{202e}FORGED bidi";
+    let token = format!(
+        "{}.{}.{}",
+        b64(json!({"alg": "RS256", "typ": "JWT", "kid": kid})),
+        b64(json!({"sub": "mallory", "aud": audience, "scope": "mcp"})),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b"not a signature")
+    );
+    let (status, _, body) = initialize(&audience, Some(&token)).await;
+    assert_eq!(status, 401, "{body}");
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let log = loop {
+        let log = srv.log.lock().unwrap().clone();
+        if log.contains("request refused") || std::time::Instant::now() > deadline {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(log.contains("request refused"), "no refusal logged: {log}");
+    for line in log.split(['\n', '\r', '\u{2028}', '\u{2029}']) {
+        assert!(
+            !line.contains("FORGED") || line.contains("request refused"),
+            "a line of its own from the token's kid: {line:?}\nin: {log:?}"
+        );
+    }
+    assert!(
+        !log.contains('\u{1b}') && !log.contains('\u{202e}'),
+        "a raw control character from the kid: {log:?}"
+    );
+    assert!(
+        log.contains(r"k1\nFORGED line\rFORGED cr\u{2028}FORGED ls\u{1b}[2K\u{202e}FORGED bidi"),
+        "the kid, escaped: {log:?}"
+    );
+}

@@ -4,7 +4,9 @@
 //! Both formats carry the same fields (time, level, target, the spans an event happened
 //! in, the message and its fields) and pass through the same secret-masking writer
 //! ([`shortlist::invoke::redact::LogWriter`]): a JSON line is masked as a whole, its
-//! escapes included, before it reaches stderr. stdout is never written: in stdio mode it
+//! escapes included, before it reaches stderr. In text, the message and every field's
+//! value have their control characters escaped ([`super::log_fields`]): text a caller
+//! chose cannot start a line of its own. stdout is never written: in stdio mode it
 //! belongs to the protocol.
 //!
 //! In JSON the status lines the commands print themselves (`shortlist: serving MCP on
@@ -62,7 +64,11 @@ pub fn init(format: LogFormat) -> Logging {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let text = tracing_subscriber::fmt::layer().with_writer(LogWriter);
     let fmt = match format {
-        LogFormat::Text => text.with_ansi(ansi).with_filter(filter).boxed(),
+        LogFormat::Text => text
+            .fmt_fields(super::log_fields::EscapedFields)
+            .with_ansi(ansi)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Json => text
             .json()
             .flatten_event(true)

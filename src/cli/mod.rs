@@ -9,6 +9,7 @@ pub mod eval;
 pub mod huge_pages;
 pub mod index;
 pub mod install;
+pub mod log_fields;
 pub mod logging;
 pub mod model;
 pub mod prepare;

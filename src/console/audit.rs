@@ -238,6 +238,9 @@ mod tests {
         async fn put_token(&self, _: SealedToken) -> Result<(), StoreError> {
             self.fail().await
         }
+        async fn reseal_token(&self, _: Vec<u8>, _: SealedToken) -> Result<bool, StoreError> {
+            self.fail().await
+        }
         async fn token(&self, _: &str, _: &str) -> Result<Option<SealedToken>, StoreError> {
             self.fail().await
         }

@@ -23,7 +23,7 @@ use super::{ClientCredentials, Obtained, TokenExchange};
 use crate::auth::discovery::Discovery;
 use crate::catalog::AuthConfig;
 use crate::store::{Store, StoreError};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// How long a consent link stays good.
@@ -42,6 +42,10 @@ pub struct Person {
     pub subject_token: String,
     /// When that token expires (seconds since the Unix epoch).
     pub expires_at: u64,
+    /// The OAuth client that token was issued to (`client_id` or `azp`), when it says.
+    pub client_id: Option<String>,
+    /// That token's scopes.
+    pub scopes: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Person {
@@ -49,6 +53,8 @@ impl std::fmt::Debug for Person {
         f.debug_struct("Person")
             .field("sub", &self.sub)
             .field("expires_at", &self.expires_at)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
             .finish_non_exhaustive()
     }
 }
@@ -137,7 +143,7 @@ impl Broker {
                 .map_err(|e| e.to_string()),
             Client::Exchange(tx) => {
                 let p = need_person(api, person)?;
-                tx.token_for(&p.sub, &p.subject_token, p.expires_at)
+                tx.token_for(p)
                     .await
                     .map(Grant::Token)
                     .map_err(|e| format!("cannot get your token for API '{api}': {e}"))
@@ -166,7 +172,7 @@ impl Broker {
             Client::Machine(cc) => cc.invalidate().await,
             Client::Exchange(tx) => {
                 if let Some(p) = person {
-                    tx.invalidate(&p.sub).await;
+                    tx.invalidate(p).await;
                 }
             }
             Client::Consent(ac) => {
@@ -466,6 +472,8 @@ mod tests {
             sub: "alice".into(),
             subject_token: "mcp-token".into(),
             expires_at: u64::MAX,
+            client_id: None,
+            scopes: Default::default(),
         };
         let err = broker
             .grant("hr", &untrusted, Some(&alice), None, None)

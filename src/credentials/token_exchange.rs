@@ -1,21 +1,28 @@
 //! OAuth 2.0 token exchange (RFC 8693) on behalf of the caller: the person's MCP access
 //! token (the subject token) is traded at the organisation's identity provider for a token
-//! for one upstream API, with the same person as subject. Tokens are cached per person and
-//! used until shortly before they expire, never beyond the subject token's own expiry.
+//! for one upstream API, with the same person as subject. Tokens are cached per person,
+//! OAuth client and scopes of the subject token, and used until shortly before they
+//! expire, never beyond the subject token's own expiry.
 //!
-//! Each person has a lock of their own: one person's exchange in flight (or a slow
-//! provider) holds up nobody else, while two calls of one person share one exchange.
+//! The client and scopes are part of the key because the provider may give a token
+//! exchanged from one client's token other rights than one from another's (a client it
+//! trusts less, a token with fewer scopes): a token exchanged for a person through one
+//! client is never used for their calls through another.
+//!
+//! Each key has a lock of its own: one person's exchange in flight (or a slow provider)
+//! holds up nobody else, while two calls of one person through one client share one
+//! exchange.
 
 use super::token_endpoint::{TokenEndpoint, EXPIRY_MARGIN};
-use super::{CredentialError, Obtained};
+use super::{CredentialError, Obtained, Person};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-/// People whose tokens are kept in memory at most; past it, expired ones are forgotten
-/// first, then everyone not in the middle of an exchange.
+/// Tokens kept in memory at most; past it, expired ones are forgotten first, then every
+/// one not in the middle of an exchange.
 const MAX_CACHED: usize = 10_000;
 
 #[derive(Clone)]
@@ -26,13 +33,32 @@ struct Cached {
 
 type Slot = Arc<tokio::sync::Mutex<Option<Cached>>>;
 
+/// Whose exchanged token: the person, the OAuth client their token was issued to, and its
+/// scopes.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    sub: String,
+    client_id: Option<String>,
+    scopes: Vec<String>,
+}
+
+impl Key {
+    fn of(p: &Person) -> Key {
+        Key {
+            sub: p.sub.clone(),
+            client_id: p.client_id.clone(),
+            scopes: p.scopes.iter().cloned().collect(),
+        }
+    }
+}
+
 /// Exchanges people's tokens for one API's.
 pub struct TokenExchange {
     endpoint: TokenEndpoint,
     /// The API, as the identity provider names it (`audience`).
     audience: String,
     scope: Option<String>,
-    people: Mutex<HashMap<String, Slot>>,
+    people: Mutex<HashMap<Key, Slot>>,
 }
 
 impl std::fmt::Debug for TokenExchange {
@@ -65,10 +91,10 @@ impl TokenExchange {
         self.endpoint.url()
     }
 
-    /// The lock and cache of one person, made on first use.
-    fn slot(&self, sub: &str) -> Slot {
+    /// The lock and cache of one key, made on first use.
+    fn slot(&self, key: Key) -> Slot {
         let mut people = self.people.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = people.get(sub) {
+        if let Some(s) = people.get(&key) {
             return Arc::clone(s);
         }
         if people.len() >= MAX_CACHED {
@@ -82,10 +108,10 @@ impl TokenExchange {
                 people.retain(|_, s| s.try_lock().is_err());
             }
         }
-        Arc::clone(people.entry(sub.to_string()).or_default())
+        Arc::clone(people.entry(key).or_default())
     }
 
-    /// How many people's tokens are kept (tests: memory stays bounded).
+    /// How many tokens are kept (tests: memory stays bounded).
     pub fn cached(&self) -> usize {
         self.people
             .lock()
@@ -93,15 +119,10 @@ impl TokenExchange {
             .len()
     }
 
-    /// The API token of person `sub`, whose verified MCP access token is `subject_token`
-    /// and expires at `subject_expires_at` (seconds since the Unix epoch).
-    pub async fn token_for(
-        &self,
-        sub: &str,
-        subject_token: &str,
-        subject_expires_at: u64,
-    ) -> Result<Obtained, CredentialError> {
-        let slot = self.slot(sub);
+    /// The API token of `person`, exchanged for their verified MCP access token.
+    pub async fn token_for(&self, person: &Person) -> Result<Obtained, CredentialError> {
+        let (subject_token, subject_expires_at) = (&person.subject_token, person.expires_at);
+        let slot = self.slot(Key::of(person));
         let mut cached = slot.lock().await;
         if let Some(c) = cached.as_ref().filter(|c| Instant::now() < c.good_until) {
             return Ok(Obtained {
@@ -111,7 +132,7 @@ impl TokenExchange {
         }
         let mut form = vec![
             ("grant_type", GRANT),
-            ("subject_token", subject_token),
+            ("subject_token", subject_token.as_str()),
             ("subject_token_type", ACCESS_TOKEN_TYPE),
             ("requested_token_type", ACCESS_TOKEN_TYPE),
             ("audience", self.audience.as_str()),
@@ -137,13 +158,13 @@ impl TokenExchange {
         })
     }
 
-    /// Forgets a person's token (the API refused it, or the person signed out).
-    pub async fn invalidate(&self, sub: &str) {
+    /// Forgets the token exchanged for `person`'s access token (the API refused it).
+    pub async fn invalidate(&self, person: &Person) {
         let slot = self
             .people
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(sub)
+            .get(&Key::of(person))
             .cloned();
         if let Some(s) = slot {
             *s.lock().await = None;

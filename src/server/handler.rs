@@ -221,6 +221,8 @@ fn person(ctx: &RequestContext<RoleServer>) -> Option<crate::credentials::Person
         sub: p.sub.clone(),
         subject_token: token.0.clone(),
         expires_at: p.expires_at,
+        client_id: p.client_id.clone(),
+        scopes: p.scopes.clone(),
     })
 }
 

@@ -83,6 +83,12 @@ pub trait Backend: Send + Sync {
     /// The schema version the store is at.
     async fn schema_version(&self) -> Result<i64, StoreError>;
     async fn put_token(&self, row: SealedToken) -> Result<(), StoreError>;
+    /// Replaces the token row of `row.sub` and `row.api` with `row` only if its sealed
+    /// value is still `was` (the row as read: sealing is randomised, so any write since
+    /// changed it); whether it did. Sealing a row again after a key rotation uses it, so
+    /// that a token another replica refreshed meanwhile is not overwritten by the one
+    /// read before, its refresh token spent.
+    async fn reseal_token(&self, was: Vec<u8>, row: SealedToken) -> Result<bool, StoreError>;
     async fn token(&self, sub: &str, api: &str) -> Result<Option<SealedToken>, StoreError>;
     async fn delete_token(&self, sub: &str, api: &str) -> Result<bool, StoreError>;
     async fn token_apis(&self, sub: &str) -> Result<Vec<(String, Option<i64>)>, StoreError>;

@@ -211,8 +211,10 @@ impl Store {
     /// A row that does not open (sealed under a key no longer configured, or damaged)
     /// counts as absent, so the person is asked to consent again and the new token
     /// replaces it: a lost key must not lock people out. A row sealed under a key that a
-    /// rotation replaced is sealed again under the current one. Without any key at all
-    /// the error stands: that is the deployment's to fix, not the person's.
+    /// rotation replaced is sealed again under the current one, only if it is still the
+    /// row that was read: another replica may have refreshed the token meanwhile, and its
+    /// new refresh token must not give way to the spent one read here. Without any key at
+    /// all the error stands: that is the deployment's to fix, not the person's.
     pub async fn token(&self, sub: &str, api: &str) -> Result<Option<UpstreamToken>, StoreError> {
         let Some(row) = self.backend.token(sub, api).await? else {
             return Ok(None);
@@ -226,10 +228,11 @@ impl Store {
             }
         };
         if sealer.is_stale(&row.sealed) {
-            // Best effort: a row that stays under the previous key still opens.
+            // Best effort: a row that stays under the previous key still opens, and a row
+            // written since the read (a refresh) is left as it is.
             match self.seal_token(sub, api, &t, row.updated_at) {
                 Ok(fresh) => {
-                    if let Err(e) = self.backend.put_token(fresh).await {
+                    if let Err(e) = self.backend.reseal_token(row.sealed.clone(), fresh).await {
                         tracing::warn!(sub, api, error = %e, "a token sealed under a previous key could not be sealed again");
                     }
                 }

@@ -249,6 +249,30 @@ impl Backend for PostgresBackend {
         .await
     }
 
+    async fn reseal_token(&self, was: Vec<u8>, t: SealedToken) -> Result<bool, StoreError> {
+        self.run(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    "UPDATE upstream_tokens SET sealed = $3, expires_at = $4, scope = $5,
+                         updated_at = $6
+                     WHERE sub = $1 AND api = $2 AND sealed = $7",
+                    &[
+                        &t.sub,
+                        &t.api,
+                        &t.sealed,
+                        &t.expires_at,
+                        &t.scope,
+                        &t.updated_at,
+                        &was,
+                    ],
+                )
+                .await
+                .map(|n| n > 0)
+            })
+        })
+        .await
+    }
+
     async fn token(&self, sub: &str, api: &str) -> Result<Option<SealedToken>, StoreError> {
         let (sub, api) = (sub.to_string(), api.to_string());
         self.run(move |c| {
