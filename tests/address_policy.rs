@@ -228,7 +228,7 @@ async fn through_a_proxy_every_address_of_a_name_is_checked_first() {
     // Checked names go to the proxy unresolved, and its answer is the result.
     let out = run(inv.clone(), "http://public.test").await;
     assert!(!out.is_error, "{out:?}");
-    assert_eq!(out.text, r#"{"via": "proxy"}"#);
+    assert_eq!(out.text, r#"{"via":"proxy"}"#);
     let out = run(inv, "http://intranet.test").await;
     assert!(!out.is_error, "{out:?}");
     let lines: Vec<String> = proxy.seen().into_iter().map(|s| s.line).collect();
@@ -251,7 +251,9 @@ async fn a_proxy_on_a_metadata_address_is_refused() {
         "http://100.100.100.200",
         "http://[::ffff:169.254.169.254]:8080",
     ] {
-        let err = proxied(url, &[]).err().unwrap_or_else(|| panic!("{url} accepted"));
+        let err = proxied(url, &[])
+            .err()
+            .unwrap_or_else(|| panic!("{url} accepted"));
         assert!(err.contains("metadata") && err.contains("proxy"), "{err}");
     }
     let inv = proxied(
@@ -269,8 +271,9 @@ async fn a_proxy_on_a_metadata_address_is_refused() {
         .await;
     assert!(out.is_error && out.status.is_none(), "{out:?}");
     assert!(
-        out.text
-            .contains("refusing to connect to the proxy at 169.254.169.254 (which proxy.test resolves to)"),
+        out.text.contains(
+            "refusing to connect to the proxy at 169.254.169.254 (which proxy.test resolves to)"
+        ),
         "{}",
         out.text
     );
