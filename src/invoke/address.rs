@@ -15,6 +15,9 @@
 //! The check runs on the address actually connected to: IP literals before sending, names
 //! in the HTTP client's resolver (so a name that resolves, or later re-resolves, to such an
 //! address is refused too), and redirects, which reconnect through the same resolver.
+//! Through an egress proxy, which resolves names itself, every address of a target's name
+//! is checked before the call is handed over (see `transport`), and the proxy's own
+//! address may be private but never link-local or a metadata service's.
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::HashMap;
@@ -184,7 +187,7 @@ impl Resolve for GuardedResolver {
                 Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
                 None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
             };
-            let proxy = this.proxies.iter().any(|p| *p == host);
+            let proxy = this.proxies.contains(&host);
             let policy = if proxy { PROXY_POLICY } else { this.policy };
             if policy == Policy::ANY {
                 return Ok(Box::new(addrs.into_iter()) as Addrs);

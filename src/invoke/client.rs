@@ -122,7 +122,7 @@ impl Invoker {
         let env: Arc<EnvLookup> = Arc::new(auth::process_env);
         let egress = Arc::new(Egress::default());
         Ok(Invoker {
-            http: clients(&options, &fixed, &egress)?,
+            http: clients(options.max_redirects, &fixed, &egress)?,
             egress,
             refuse_private: false,
             options,
@@ -158,7 +158,7 @@ impl Invoker {
         fixed: HashMap<String, Vec<IpAddr>>,
     ) -> Result<Invoker, reqwest::Error> {
         self.fixed = Arc::new(fixed);
-        self.http = clients(&self.options, &self.fixed, &self.egress)?;
+        self.http = clients(self.options.max_redirects, &self.fixed, &self.egress)?;
         Ok(self)
     }
 
@@ -167,7 +167,7 @@ impl Invoker {
     pub fn with_upstream(mut self, cfg: &UpstreamConfig) -> Result<Invoker, EgressError> {
         let egress = Egress::from_config(cfg)?;
         tracing::info!("calls to APIs go {}", egress.describe());
-        self.http = clients(&self.options, &self.fixed, &egress)?;
+        self.http = clients(self.options.max_redirects, &self.fixed, &egress)?;
         self.egress = Arc::new(egress);
         Ok(self)
     }

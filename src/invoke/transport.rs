@@ -16,7 +16,6 @@
 
 use super::address::{self, GuardedResolver, Policy};
 use super::redact::{register_secret_for_logs, Redactor};
-use super::InvokerOptions;
 use crate::catalog::config::UpstreamConfig;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -214,9 +213,10 @@ pub async fn check_target(
     Ok(())
 }
 
-/// The four HTTP clients, one per address policy.
+/// The four HTTP clients, one per address policy, following at most `max_redirects`
+/// same-origin redirects.
 pub fn clients(
-    options: &InvokerOptions,
+    max_redirects: usize,
     fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
     egress: &Egress,
 ) -> Result<Arc<[reqwest::Client; 4]>, reqwest::Error> {
@@ -225,22 +225,21 @@ pub fn clients(
         private: i & 2 == 2,
     };
     Ok(Arc::new([
-        client(options, policy(0), fixed, egress)?,
-        client(options, policy(1), fixed, egress)?,
-        client(options, policy(2), fixed, egress)?,
-        client(options, policy(3), fixed, egress)?,
+        client(max_redirects, policy(0), fixed, egress)?,
+        client(max_redirects, policy(1), fixed, egress)?,
+        client(max_redirects, policy(2), fixed, egress)?,
+        client(max_redirects, policy(3), fixed, egress)?,
     ]))
 }
 
 /// One HTTP client: same-origin redirects only, names resolved through the address
 /// policy, the environment's proxies ignored unless asked for.
 fn client(
-    options: &InvokerOptions,
+    max: usize,
     policy: Policy,
     fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
     egress: &Egress,
 ) -> Result<reqwest::Client, reqwest::Error> {
-    let max = options.max_redirects;
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::custom(move |attempt| {
             let same = attempt
