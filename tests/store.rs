@@ -675,3 +675,43 @@ async fn postgres_store() {
         "t"
     );
 }
+
+/// The state file holds people's subjects, their API use and review text: the folder it
+/// lives in is created for its owner alone (0700), the file and its journal 0600, and a
+/// file another build left readable to others is tightened when the store opens.
+#[cfg(unix)]
+#[tokio::test]
+async fn sqlite_state_is_readable_by_its_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let loc = Location::parse(None, &data);
+    let store = Store::open(&loc, sealer()).await.unwrap();
+    store.put_token("alice", "gh", &token("t0")).await.unwrap();
+    assert_eq!(mode(&data), 0o700, "data folder");
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let p = entry.unwrap().path();
+        assert_eq!(mode(&p), 0o600, "{}", p.display());
+    }
+    drop(store);
+
+    // A state file and folder left readable by others are tightened on open.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = data.join("state.sqlite3");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let store = Store::open(&loc, sealer()).await.unwrap();
+    assert_eq!(mode(&data), 0o700, "data folder tightened");
+    assert_eq!(mode(&file), 0o600, "state file tightened");
+    drop(store);
+
+    // A new file in a folder that already exists is created 0600 from the start.
+    let elsewhere = dir.path().join("shared");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let file = elsewhere.join("other.sqlite3");
+    let store = Store::open(&Location::Sqlite(file.clone()), sealer())
+        .await
+        .unwrap();
+    assert_eq!(mode(&file), 0o600);
+    drop(store);
+}

@@ -18,6 +18,9 @@
 //! # allow_link_local = true      # only for an API served on a link-local address
 //! visible_to = { groups = ["eng"], scopes = ["tmdb"] }   # optional: who sees this API
 //!
+//! [upstream]                       # optional: an egress proxy for calls to the APIs
+//! proxy = "http://proxy.example.com:3128"
+//!
 //! [auth]                           # optional: the HTTP server as an OAuth resource server
 //! issuer = "https://idp.example.com/realms/org"
 //! audience = "https://shortlist.example.com/mcp"
@@ -44,6 +47,51 @@ pub struct CatalogConfig {
     /// The HTTP server as an OAuth 2.1 resource server (tokens from this issuer only).
     #[serde(default)]
     pub auth: Option<ResourceServerConfig>,
+    /// How calls to the APIs leave the host: directly, or through an egress proxy.
+    #[serde(default)]
+    pub upstream: Option<UpstreamConfig>,
+}
+
+/// The `[upstream]` table: an egress proxy for the calls to the APIs. Without it calls go
+/// directly, whatever `HTTP_PROXY`, `HTTPS_PROXY` or `ALL_PROXY` say: a proxy resolves
+/// the names it is given, so the address policy (no link-local or metadata addresses, no
+/// private ones on a team server) would only ever see the proxy's address. With a proxy,
+/// each target's name is resolved here and every address checked before the call is
+/// handed over; a name that does not resolve here is refused unless its API's entry says
+/// `proxy_resolves = true`. Read when the server starts.
+///
+/// ```toml
+/// [upstream]
+/// proxy = "http://user:password@proxy.example.com:3128"   # http or https
+/// # proxy_env = true     # or: the environment's HTTP(S)_PROXY, ALL_PROXY and NO_PROXY
+/// ```
+#[derive(Clone, Deserialize, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// The proxy's URL; user info in it is sent to the proxy alone (Proxy-Authorization).
+    #[serde(default)]
+    pub proxy: Option<String>,
+    /// Use the proxy the environment's variables name, as most HTTP clients do by default.
+    #[serde(default)]
+    pub proxy_env: bool,
+}
+
+/// Without the proxy's password, which must not reach a log.
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let proxy = self.proxy.as_deref().map(|p| match url::Url::parse(p) {
+            Ok(mut u) if u.password().is_some() => {
+                let _ = u.set_password(Some("***"));
+                u.to_string()
+            }
+            Ok(u) => u.to_string(),
+            Err(_) => "(not a URL)".to_string(),
+        });
+        f.debug_struct("UpstreamConfig")
+            .field("proxy", &proxy)
+            .field("proxy_env", &self.proxy_env)
+            .finish()
+    }
 }
 
 /// The `[auth]` table: `serve --http` accepts only access tokens that `issuer` signed for
@@ -234,6 +282,11 @@ pub struct ApiConfig {
     /// (no `[auth]`) calls them as declared.
     #[serde(default)]
     pub allow_private: bool,
+    /// Through an egress proxy (`[upstream]`), hand this API's names to the proxy even
+    /// when they do not resolve here (names only the proxy's network knows), so their
+    /// addresses are not checked here. Names that resolve here are checked all the same.
+    #[serde(default)]
+    pub proxy_resolves: bool,
     /// Who sees this API when the server checks OAuth tokens (see [`VisibleTo`]).
     #[serde(default)]
     pub visible_to: Option<VisibleTo>,
@@ -251,6 +304,7 @@ impl ApiConfig {
             || self.timeout_secs.is_some()
             || self.allow_link_local
             || self.allow_private
+            || self.proxy_resolves
     }
 }
 
@@ -422,6 +476,7 @@ impl CatalogConfig {
             enrich: None,
             model: None,
             auth: None,
+            upstream: None,
             apis: paths
                 .iter()
                 .map(|p| ApiConfig {
@@ -434,6 +489,7 @@ impl CatalogConfig {
                     timeout_secs: None,
                     allow_link_local: false,
                     allow_private: false,
+                    proxy_resolves: false,
                     visible_to: None,
                 })
                 .collect(),

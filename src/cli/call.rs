@@ -41,7 +41,9 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
             ),
         }
     };
-    let invoker = Invoker::new().context("cannot create the HTTP client")?;
+    let invoker = Invoker::new()
+        .context("cannot create the HTTP client")?
+        .with_upstream(&catalog.config.upstream.clone().unwrap_or_default())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

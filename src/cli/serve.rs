@@ -94,13 +94,25 @@ pub struct ServeArgs {
     /// Doc-text variant of the index (as given to `shortlist index`).
     #[arg(long, value_enum, default_value_t = DocVariant::default())]
     pub variant: DocVariant,
+    /// Send calls to the APIs through this egress proxy, `http://[user:password@]host:port`
+    /// (overrides `[upstream]` in the catalog config). `HTTP_PROXY` and its kin are used only
+    /// when the config says `proxy_env = true`. A password is better kept in the config
+    /// file: other local users can read a command line.
+    #[arg(long, value_name = "URL")]
+    pub upstream_proxy: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The config is read once here and handed down; a reload reads it once more.
-    let cfg = args.catalog.config()?;
+    let mut cfg = args.catalog.config()?;
+    if let Some(proxy) = &args.upstream_proxy {
+        cfg.upstream = Some(shortlist::catalog::config::UpstreamConfig {
+            proxy: Some(proxy.clone()),
+            proxy_env: false,
+        });
+    }
     // Validate the transport options before the slow part, so a typo fails at once.
     let http = match &args.http {
         Some(a) => Some(http_options(&args, &cfg, a)?),
@@ -260,6 +272,11 @@ pub fn load_state(
     trust_unchanged: bool,
 ) -> anyhow::Result<(Arc<ServerState>, String)> {
     let started = Instant::now();
+    // Before the slow part, so a proxy that cannot be used fails at once.
+    let invoker = Invoker::new()
+        .context("cannot create the HTTP client")?
+        .with_upstream(&cfg.upstream.clone().unwrap_or_default())?
+        .with_server(server_side(cfg.auth.as_ref())?);
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
     let digest = shortlist::catalog::watch_digest(cfg);
     let (shortlister, catalog, stats) =
@@ -272,9 +289,6 @@ pub fn load_state(
         stats.embedded,
         stats.reused,
     );
-    let invoker = Invoker::new()
-        .context("cannot create the HTTP client")?
-        .with_server(server_side(cfg.auth.as_ref())?);
     let state = Arc::new(ServerState::new(shortlister, catalog, invoker, options));
     Ok((state, digest))
 }

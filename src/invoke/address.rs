@@ -15,6 +15,9 @@
 //! The check runs on the address actually connected to: IP literals before sending, names
 //! in the HTTP client's resolver (so a name that resolves, or later re-resolves, to such an
 //! address is refused too), and redirects, which reconnect through the same resolver.
+//! Through an egress proxy, which resolves names itself, every address of a target's name
+//! is checked before the call is handed over (see `transport`), and the proxy's own
+//! address may be private but never link-local or a metadata service's.
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::HashMap;
@@ -136,12 +139,43 @@ pub fn refusal(ip: IpAddr, host: &str, why: &str) -> String {
 
 /// The HTTP client's resolver: the system's (or fixed answers, for tests), with refused
 /// addresses dropped. A name with only refused addresses fails with [`refusal`].
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct GuardedResolver {
     /// What the client's calls may reach.
     pub policy: Policy,
     /// Fixed answers for some names, consulted before the system resolver.
     pub fixed: Arc<HashMap<String, Vec<IpAddr>>>,
+    /// The egress proxy's host names: a proxy may sit on a private address, but never on
+    /// a link-local or metadata one (it would receive every call).
+    pub proxies: Arc<[String]>,
+}
+
+impl Default for GuardedResolver {
+    fn default() -> GuardedResolver {
+        GuardedResolver {
+            policy: Policy::default(),
+            fixed: Arc::default(),
+            proxies: Arc::new([]),
+        }
+    }
+}
+
+/// What a proxy's own address may be: anything but link-local and metadata.
+const PROXY_POLICY: Policy = Policy {
+    link_local: false,
+    private: true,
+};
+
+/// The message for a proxy on a refused address.
+pub fn proxy_refusal(ip: IpAddr, host: &str, why: &str) -> String {
+    let via = if host.trim_matches(['[', ']']) == ip.to_string() {
+        String::new()
+    } else {
+        format!(" (which {host} resolves to)")
+    };
+    format!(
+        "refusing to connect to the proxy at {ip}{via}: it is {why}, which no call may go through"
+    )
 }
 
 impl Resolve for GuardedResolver {
@@ -153,13 +187,15 @@ impl Resolve for GuardedResolver {
                 Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
                 None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
             };
-            if this.policy == Policy::ANY {
+            let proxy = this.proxies.contains(&host);
+            let policy = if proxy { PROXY_POLICY } else { this.policy };
+            if policy == Policy::ANY {
                 return Ok(Box::new(addrs.into_iter()) as Addrs);
             }
             let mut first_refused = None;
             let allowed: Vec<SocketAddr> = addrs
                 .into_iter()
-                .filter(|a| match refused_by(a.ip(), this.policy) {
+                .filter(|a| match refused_by(a.ip(), policy) {
                     Some(why) => {
                         first_refused.get_or_insert((a.ip(), why));
                         false
@@ -168,6 +204,7 @@ impl Resolve for GuardedResolver {
                 })
                 .collect();
             match (allowed.is_empty(), first_refused) {
+                (true, Some((ip, why))) if proxy => Err(proxy_refusal(ip, &host, why).into()),
                 (true, Some((ip, why))) => Err(refusal(ip, &host, why).into()),
                 _ => Ok(Box::new(allowed.into_iter()) as Addrs),
             }
@@ -229,6 +266,7 @@ mod tests {
                 private: true,
             },
             fixed: Arc::new(fixed),
+            ..GuardedResolver::default()
         };
         let name = |s: &str| s.parse::<Name>().unwrap();
         let err = match r.resolve(name("meta.test")).await {

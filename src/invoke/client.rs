@@ -11,14 +11,18 @@
 //! 30 s, `timeout_secs` per API); redirects are followed only to the same scheme (or an
 //! upgrade to https), host and port, at most 5 times; bodies are read up to a cap;
 //! link-local and cloud metadata addresses are refused unless the API allows them, and on
-//! a team server loopback and private ones too (see `address`).
+//! a team server loopback and private ones too (see `address`). No proxy is used unless
+//! the catalog config names one, and then every address of a target's name is checked
+//! here before the call is handed to it (see `transport`).
 
-use super::address::{self, GuardedResolver, Policy};
+use super::address::Policy;
 use super::auth::{self, EnvLookup, Redactor};
 use super::outcome::CallOutcome;
 use super::request::{build_request, host_of, register_user_info, PreparedRequest};
 use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, ResponseHead};
+use super::transport::{check_target, clients, refused_literal, same_origin, Egress, EgressError};
 use super::validate::validate;
+use crate::catalog::config::UpstreamConfig;
 use crate::catalog::{ApiConfig, Endpoint, Method};
 use crate::credentials::{Broker, Grant, Person, ServerSide};
 use crate::store::Store;
@@ -66,6 +70,8 @@ pub struct Invoker {
     options: InvokerOptions,
     env: Arc<EnvLookup>,
     fixed: Arc<HashMap<String, Vec<IpAddr>>>,
+    /// Directly, or through the configured proxy.
+    egress: Arc<Egress>,
     /// Tokens obtained at run time (OAuth grants), with the same secret lookup.
     broker: Arc<Broker>,
     /// What the broker was told of the server (kept for a new secret lookup).
@@ -114,8 +120,10 @@ impl Invoker {
     pub fn with_options(options: InvokerOptions) -> Result<Invoker, reqwest::Error> {
         let fixed = Arc::new(HashMap::new());
         let env: Arc<EnvLookup> = Arc::new(auth::process_env);
+        let egress = Arc::new(Egress::default());
         Ok(Invoker {
-            http: clients(&options, &fixed)?,
+            http: clients(options.max_redirects, &fixed, &egress)?,
+            egress,
             refuse_private: false,
             options,
             broker: Arc::new(Broker::new(Arc::clone(&env), ServerSide::default())),
@@ -150,7 +158,17 @@ impl Invoker {
         fixed: HashMap<String, Vec<IpAddr>>,
     ) -> Result<Invoker, reqwest::Error> {
         self.fixed = Arc::new(fixed);
-        self.http = clients(&self.options, &self.fixed)?;
+        self.http = clients(self.options.max_redirects, &self.fixed, &self.egress)?;
+        Ok(self)
+    }
+
+    /// Sends calls the way the catalog config's `[upstream]` table says: directly, or
+    /// through its proxy, each target checked here first.
+    pub fn with_upstream(mut self, cfg: &UpstreamConfig) -> Result<Invoker, EgressError> {
+        let egress = Egress::from_config(cfg)?;
+        tracing::info!("calls to APIs go {}", egress.describe());
+        self.http = clients(self.options.max_redirects, &self.fixed, &egress)?;
+        self.egress = Arc::new(egress);
         Ok(self)
     }
 
@@ -310,6 +328,23 @@ impl Invoker {
             .filter(|s| *s > 0)
             .map(Duration::from_secs)
             .unwrap_or(self.options.timeout);
+        if self.egress.is_proxied() {
+            self.egress.mask_secrets(redactor);
+            let resolves = cfg.is_some_and(|c| c.proxy_resolves);
+            let checked = check_target(&req.url, policy, &self.fixed, resolves);
+            let refusal = match tokio::time::timeout(timeout, checked).await {
+                Ok(Ok(())) => None,
+                Ok(Err(refusal)) => Some(refusal),
+                Err(_) => Some(format!(
+                    "refusing to send {} to the proxy: resolving it here took over {}",
+                    host_of(&req.url),
+                    seconds(timeout)
+                )),
+            };
+            if let Some(refusal) = refusal {
+                return CallOutcome::refused("address", format!("{refusal} (API '{}')", ep.api));
+            }
+        }
         let auth_hint = (cfg.and_then(|c| c.auth.as_ref()).is_none() && !ep.security.is_empty()).then(|| {
             format!(
                 "hint: this endpoint declares authentication, but no `auth` is configured for API '{}' in the catalog config",
@@ -416,76 +451,6 @@ impl Invoker {
     }
 }
 
-/// The four HTTP clients, one per address policy.
-fn clients(
-    options: &InvokerOptions,
-    fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
-) -> Result<Arc<[reqwest::Client; 4]>, reqwest::Error> {
-    let policy = |i: usize| Policy {
-        link_local: i & 1 == 1,
-        private: i & 2 == 2,
-    };
-    Ok(Arc::new([
-        client(options, policy(0), fixed)?,
-        client(options, policy(1), fixed)?,
-        client(options, policy(2), fixed)?,
-        client(options, policy(3), fixed)?,
-    ]))
-}
-
-/// One HTTP client: same-origin redirects only, names resolved through the address
-/// policy.
-fn client(
-    options: &InvokerOptions,
-    policy: Policy,
-    fixed: &Arc<HashMap<String, Vec<IpAddr>>>,
-) -> Result<reqwest::Client, reqwest::Error> {
-    let max = options.max_redirects;
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-            let same = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| same_origin(first, attempt.url()));
-            if let Some(refusal) = refused_literal(attempt.url(), policy) {
-                return attempt.error(refusal);
-            }
-            if same && attempt.previous().len() <= max {
-                attempt.follow()
-            } else {
-                // Stopping hands the 3xx back, and `shape` says why it was not followed.
-                attempt.stop()
-            }
-        }))
-        .dns_resolver(Arc::new(GuardedResolver {
-            policy,
-            fixed: Arc::clone(fixed),
-        }))
-        .user_agent(concat!("shortlist/", env!("CARGO_PKG_VERSION")))
-        .build()
-}
-
-/// The refusal for a URL whose host is an IP literal the policy refuses (names are
-/// checked when resolved).
-fn refused_literal(url: &Url, policy: Policy) -> Option<String> {
-    let ip = match url.host()? {
-        url::Host::Ipv4(v4) => IpAddr::V4(v4),
-        url::Host::Ipv6(v6) => IpAddr::V6(v6),
-        url::Host::Domain(_) => return None,
-    };
-    address::refused_by(ip, policy).map(|why| address::refusal(ip, &ip.to_string(), why))
-}
-
-/// Whether a redirect from `from` to `to` stays on the same host and port, and does not
-/// downgrade https to http. Upgrading http to https on the default ports is allowed
-/// (`http://api.example` -> `https://api.example` is the most common redirect there is).
-fn same_origin(from: &Url, to: &Url) -> bool {
-    let upgrade = from.scheme() == "http" && to.scheme() == "https";
-    let same_port = from.port_or_known_default() == to.port_or_known_default()
-        || (upgrade && from.port().is_none() && to.port().is_none());
-    from.host_str() == to.host_str() && same_port && (from.scheme() == to.scheme() || upgrade)
-}
-
 /// A readable transport error. The URL reqwest would quote (query and all) is left out;
 /// the caller's display URL has no query.
 fn describe_error(e: &reqwest::Error, method: &str, display_url: &str) -> String {
@@ -550,16 +515,6 @@ mod tests {
         let args = Map::new();
         let fut = inv.call(&ep, None, &args);
         is_send(&fut);
-    }
-
-    #[test]
-    fn same_origin_allows_only_same_host_port_and_no_downgrade() {
-        let u = |s: &str| Url::parse(s).expect("url");
-        assert!(same_origin(&u("http://a:80/x"), &u("http://a/y")));
-        assert!(same_origin(&u("http://a/x"), &u("https://a/y")));
-        assert!(!same_origin(&u("https://a/x"), &u("http://a:443/y")));
-        assert!(!same_origin(&u("http://a/x"), &u("http://b/x")));
-        assert!(!same_origin(&u("http://a:8080/x"), &u("http://a:8081/x")));
     }
 
     #[test]

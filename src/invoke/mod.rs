@@ -29,6 +29,7 @@ pub mod response;
 pub mod schema;
 pub mod strict;
 pub mod style;
+pub mod transport;
 pub mod validate;
 
 pub use annotations::{annotations, ToolAnnotations};
@@ -36,4 +37,5 @@ pub use args::{arguments, ArgSpec, ArgTarget, BODY_ARG};
 pub use client::{CallFor, Called, Invoker, InvokerOptions};
 pub use outcome::CallOutcome;
 pub use schema::input_schema;
+pub use transport::{Egress, EgressError};
 pub use validate::{validate, ValidArgs, ValidationError};

@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub mod backend;
+pub mod file_modes;
 pub mod migrations;
 pub mod postgres;
 pub mod seal;

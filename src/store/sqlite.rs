@@ -30,7 +30,8 @@ fn failed(path: &Path, e: rusqlite::Error) -> StoreError {
 }
 
 impl SqliteBackend {
-    /// Opens the file (creating it and its folder), migrated to the latest version.
+    /// Opens the file (creating it and its folder for their owner alone, see
+    /// [`file_modes`](super::file_modes)), migrated to the latest version.
     pub async fn open(path: &Path) -> Result<SqliteBackend, StoreError> {
         SqliteBackend::open_at(path, migrations::latest()).await
     }
@@ -42,10 +43,13 @@ impl SqliteBackend {
         let p = path.to_path_buf();
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StoreError> {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                super::file_modes::private_folder(dir).map_err(|e| {
                     StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
+            super::file_modes::private_file(&p).map_err(|e| {
+                StoreError::Unavailable(format!("cannot create {}: {e}", p.display()))
+            })?;
             let mut conn = Connection::open(&p).map_err(|e| failed(&p, e))?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| failed(&p, e))?;
             conn.pragma_update(None, "journal_mode", "WAL")
