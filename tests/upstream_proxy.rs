@@ -234,4 +234,44 @@ async fn proxy_credentials_go_to_the_proxy_and_nowhere_else() {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(!said.contains(PASSWORD) && !said.contains(BASIC), "{said}");
+    // It says the call went through the proxy, so the operator looks at the right host.
+    assert!(
+        said.contains("through the proxy at http://127.0.0.1:9"),
+        "{said}"
+    );
+}
+
+/// `serve --upstream-proxy` is checked as the config's proxy is, before anything starts:
+/// a proxy on a metadata address is refused, and the message holds no credential.
+#[test]
+fn the_serve_flag_refuses_a_proxy_on_a_metadata_address() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(
+        dir.path(),
+        "",
+        &[("local", "http://127.0.0.1:9/latest", "")],
+    );
+    let mut cmd = Command::new(shortlist_bin());
+    cmd.args([
+        "serve",
+        "--config",
+        &cfg,
+        "--upstream-proxy",
+        "http://egress-user:pr0xy-s3cret-Pass@169.254.169.254:80",
+    ]);
+    for var in PROXY_VARS {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run shortlist serve");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("169.254.169.254"), "{said}");
+    assert!(!said.contains("pr0xy-s3cret-Pass"), "{said}");
+    assert!(
+        !dir.path().join("index").exists(),
+        "nothing indexed: {said}"
+    );
 }

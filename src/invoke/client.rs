@@ -383,7 +383,12 @@ impl Invoker {
                 seconds(timeout)
             )),
             Ok(Err(e)) => {
-                let msg = describe_error(&e, method, &display_url);
+                let mut msg = describe_error(&e, method, &display_url);
+                // Through a proxy, a connection that failed may be the proxy's: say which
+                // way the call went (never the proxy's credentials).
+                if e.is_connect() && self.egress.proxied() {
+                    msg.push_str(&format!(" ({})", self.egress.describe()));
+                }
                 // A name that resolved only to refused addresses never left either.
                 if msg.contains("refusing to connect to") {
                     CallOutcome::refused("address", msg)

@@ -104,6 +104,11 @@ impl Egress {
         }
     }
 
+    /// Whether calls go through a proxy (configured or the environment's).
+    pub fn proxied(&self) -> bool {
+        self.proxy.is_some() || self.from_env
+    }
+
     /// Masks the proxies' credentials in a call's result.
     pub fn mask_secrets(&self, redactor: &mut Redactor) {
         for s in &self.secrets {

@@ -48,7 +48,7 @@ pub fn consent_routes(site: Arc<ConsentSite>) -> Router {
         .route("/oauth/callback", get(callback))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&site),
-            browser::limit,
+            signin::limit,
         ))
         .with_state(site)
 }

@@ -417,3 +417,25 @@ pub fn unavailable() -> Response {
         "This server cannot take consents now (it needs its state store and the [auth] signin settings). Try again later, or tell the people who run it.",
     )
 }
+
+/// Refuses a consent page to a client asking too fast ([`super::rate_limit`]); the client
+/// is the socket's peer or, from a trusted balancer, the address it forwards
+/// ([`super::client_addr`]). Without the peer (a router served without connection info)
+/// every request counts as one client's.
+pub async fn limit(
+    axum::extract::State(site): axum::extract::State<std::sync::Arc<ConsentSite>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    let client = site.clients.of(peer, req.headers());
+    if let Err(why) = site.limits.check(client) {
+        crate::telemetry::metrics::consent_page_limited(why.label());
+        tracing::debug!(client = %client, scope = why.label(), "consent page refused: too many requests");
+        return browser::too_many();
+    }
+    next.run(req).await
+}
