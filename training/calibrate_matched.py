@@ -4,6 +4,7 @@
     python3 training/calibrate_matched.py suite.json [--held-out toolbench]
     python3 training/calibrate_matched.py train.json suite.json --halves \
         --held-out restbench,toolbench,socbench
+    python3 training/calibrate_matched.py suite.json train.json --shipped
 
 With `--halves`, the sets are the eval's half splits (`halves` of each query: the catalog
 split in two by API; the request put to the half without its gold APIs is a no-match
@@ -151,6 +152,32 @@ def calibrate(data, held_out, use, max_false, fit_on=None):
     return w, b, t
 
 
+def shipped(paths):
+    """The shipped judgement's rates on each dataset's half split (the `matched` the eval
+    recorded), and the ceiling: the share of no-match requests the same probability flags
+    with a threshold set per dataset at 5% of its matchable requests (halves and whole)."""
+    print("| dataset | endpoints per half | no-match requests | no match flagged "
+          "| matchable flagged (half) | matchable flagged (whole) | ceiling at 5% |")
+    print("|---|---|---|---|---|---|---|")
+    for path in paths:
+        report = json.load(open(path))
+        for name, outcomes in report["outcomes"]:
+            hs = [q["halves"] for q in outcomes
+                  if q.get("halves") and q["halves"].get("own") and q["halves"].get("other")]
+            whole = [q["judged"] for q in outcomes if q.get("judged")]
+            if not hs:
+                continue
+            sizes = sorted({h["own_endpoints"] for h in hs} | {h["other_endpoints"] for h in hs})
+            no = [h["other"] for h in hs]
+            own = [h["own"] for h in hs]
+            share = lambda js: 100 * sum(not j["matched"] for j in js) / len(js)
+            probs = sorted(j["no_match"] for j in own + whole)
+            t = probs[int(0.95 * len(probs))]
+            ceiling = 100 * sum(j["no_match"] > t for j in no) / len(no)
+            print(f"| {name} | {'/'.join(map(str, sizes))} | {len(no)} | {share(no):.1f} "
+                  f"| {share(own):.1f} | {share(whole):.1f} | {ceiling:.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("suite_json", nargs="+")
@@ -164,7 +191,12 @@ def main():
                     "every calibration dataset); the threshold still reads every one")
     ap.add_argument("--max-false", type=float, default=5.0,
                     help="percent of matchable requests a calibration dataset may see flagged")
+    ap.add_argument("--shipped", action="store_true",
+                    help="print the shipped judgement's rates on the half splits, and stop")
     args = ap.parse_args()
+    if args.shipped:
+        shipped(args.suite_json)
+        return
     data = load(args.suite_json, args.halves)
     use = [FEATURES.index(f) for f in args.features.split(",")]
 
