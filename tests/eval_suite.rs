@@ -57,6 +57,7 @@ fn suite_recall_and_cut_stay_above_the_floors() {
         ks: DEFAULT_KS.to_vec(),
         cache_dir: cache(),
         answer_tokens: shortlist::server::discovery::DEFAULT_ANSWER_TOKENS,
+        no_match: true,
     };
     let (report, _) = run_suite(&suite, &config, 0.9, embedder(), |_| {}).expect("suite runs");
     eprintln!("{}", shortlist::eval::suite::table(&report));

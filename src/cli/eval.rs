@@ -179,6 +179,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         options: args.options(),
         ks,
         answer_tokens: args.answer_tokens,
+        no_match: true,
         cache_dir: match &args.cache_dir {
             Some(d) => d.clone(),
             None => shortlist::places::user_cache_dir()

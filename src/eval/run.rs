@@ -101,6 +101,10 @@ pub struct EvalConfig {
     /// Token budget of the default `find_tools` answer (one without `k`), whose recall and
     /// size are measured beside the fixed cut-offs.
     pub answer_tokens: usize,
+    /// Whether each request is also judged where nothing should fit (without its gold
+    /// APIs, and in the two halves of the catalog); a pass that reads only the rankings
+    /// (the suite's pass with the cut) skips it.
+    pub no_match: bool,
 }
 
 /// The outcome of one query.
@@ -271,8 +275,14 @@ pub fn run_setting(
         let started = std::time::Instant::now();
         let (ranking, judged) = shortlister.rank_judged(&case.query, None)?;
         ranking_time += started.elapsed();
-        let judged_without_gold = without_gold(&shortlister, &case.query, &case.gold)?;
-        let halves = judge_halves(&shortlister, &halves, &case.query, &case.gold)?;
+        let (judged_without_gold, halves) = if config.no_match {
+            (
+                without_gold(&shortlister, &case.query, &case.gold)?,
+                judge_halves(&shortlister, &halves, &case.query, &case.gold)?,
+            )
+        } else {
+            (None, None)
+        };
         let positions: Vec<usize> = ranking.iter().map(|h| h.position).collect();
         let metrics = metrics::score_query(&positions, &case.gold, &config.ks);
         let answer = answer_of(&shortlister, &positions, &case.gold, config.answer_tokens);

@@ -248,6 +248,7 @@ pub fn run_suite(
     full.ks.sort_unstable();
     let mut cutting = config.clone();
     cutting.options.cut = Some(cut);
+    cutting.no_match = false;
     if !cutting.ks.contains(&10) {
         cutting.ks.push(10);
         cutting.ks.sort_unstable();
