@@ -79,7 +79,16 @@ pub struct UpstreamConfig {
 /// Without the proxy's password, which must not reach a log.
 impl std::fmt::Debug for UpstreamConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let proxy = self.proxy.as_deref().map(|p| match url::Url::parse(p) {
+        // Parsed as `vet` reads it: a proxy written without a scheme is an http one.
+        let proxy = self.proxy.as_deref().map(|p| {
+            let p = p.trim();
+            if p.contains("://") {
+                p.to_string()
+            } else {
+                format!("http://{p}")
+            }
+        });
+        let proxy = proxy.as_deref().map(|p| match url::Url::parse(p) {
             Ok(mut u) if u.password().is_some() => {
                 let _ = u.set_password(Some("***"));
                 u.to_string()
@@ -504,6 +513,23 @@ impl CatalogConfig {
 
 #[cfg(test)]
 mod tests {
+
+    /// The proxy's password never shows in the config's debug form, with or without a
+    /// scheme (the fingerprint and logs read that form).
+    #[test]
+    fn the_proxy_password_is_not_in_the_debug_form() {
+        for proxy in ["http://me:s3cret@proxy:3128", "me:s3cret@proxy:3128"] {
+            let cfg = UpstreamConfig {
+                proxy: Some(proxy.into()),
+                proxy_env: false,
+            };
+            let shown = format!("{cfg:?}");
+            assert!(
+                !shown.contains("s3cret") && shown.contains("proxy:3128"),
+                "{shown}"
+            );
+        }
+    }
     use super::*;
 
     #[test]

@@ -39,6 +39,12 @@ const RESERVED_HEADERS: &[&str] = &[
     "transfer-encoding",
     "connection",
     "cookie",
+    // Hop-by-hop and proxy headers: a spec must not choose the identity a configured
+    // proxy sees, nor how the connection is kept.
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "upgrade",
 ];
 
 /// What an argument fills in.
@@ -276,6 +282,7 @@ pub(crate) mod tests {
             vec![
                 param("api_key", ParamLocation::Query, s.clone()),
                 param("Accept", ParamLocation::Header, s.clone()),
+                param("Proxy-Authorization", ParamLocation::Header, s.clone()),
                 param("page[size]", ParamLocation::Query, s.clone()),
             ],
         );

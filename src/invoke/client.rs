@@ -386,7 +386,7 @@ impl Invoker {
                 let mut msg = describe_error(&e, method, &display_url);
                 // Through a proxy, a connection that failed may be the proxy's: say which
                 // way the call went (never the proxy's credentials).
-                if e.is_connect() && self.egress.proxied() {
+                if e.is_connect() && self.egress.is_proxied() {
                     msg.push_str(&format!(" ({})", self.egress.describe()));
                 }
                 // A name that resolved only to refused addresses never left either.

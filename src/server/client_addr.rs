@@ -101,11 +101,6 @@ impl ClientAddr {
         Ok(ClientAddr { trusted, header })
     }
 
-    /// Whether any balancer is trusted.
-    pub fn trusts_any(&self) -> bool {
-        !self.trusted.is_empty()
-    }
-
     fn trusted(&self, ip: IpAddr) -> bool {
         self.trusted.iter().any(|c| c.contains(ip))
     }
@@ -117,13 +112,15 @@ impl ClientAddr {
             return peer;
         }
         let rfc7239 = self.header.as_str() == "forwarded";
-        // Header lines in the order they came, each a comma-separated list of hops.
-        let hops: Vec<&str> = headers
+        // Header lines in the order they came, each a comma-separated list of hops. A byte
+        // that is not text spoils only the hop it is in: a balancer appends the address it
+        // saw to the line a client began, and that address must still be read.
+        let lines: Vec<String> = headers
             .get_all(&self.header)
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
             .collect();
+        let hops: Vec<&str> = lines.iter().flat_map(|v| v.split(',')).collect();
         let mut client = peer;
         for hop in hops.iter().rev() {
             let addr = if rfc7239 {
@@ -163,7 +160,12 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
         return Some(ip.to_canonical());
     }
     if let Some(rest) = hop.strip_prefix('[') {
-        return rest.split_once(']')?.0.parse::<IpAddr>().ok();
+        return rest
+            .split_once(']')?
+            .0
+            .parse::<IpAddr>()
+            .ok()
+            .map(|ip| ip.to_canonical());
     }
     let (host, port) = hop.rsplit_once(':')?;
     port.parse::<u16>().ok()?;
@@ -232,6 +234,17 @@ mod tests {
             lb.of(peer, &headers(&["garbage, 10.0.0.9"])),
             ip("10.0.0.9")
         );
+        // A byte that is not text in what the client began spoils only its own hop: the
+        // address the balancer appended to the same line is still the client's.
+        let mut h = HeaderMap::new();
+        h.append(
+            "x-forwarded-for",
+            axum::http::HeaderValue::from_bytes(b"\xff\xfe, 203.0.113.9").unwrap(),
+        );
+        assert_eq!(lb.of(peer, &h), ip("203.0.113.9"));
+        // An IPv4 address written as IPv6 in brackets is the IPv4 client.
+        let h = headers(&["[::ffff:203.0.113.9]:4711"]);
+        assert_eq!(lb.of(peer, &h), ip("203.0.113.9"));
     }
 
     #[test]

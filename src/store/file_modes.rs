@@ -4,18 +4,18 @@
 //! text; its tokens are sealed, but the rest is in clear. Created with the default umask it
 //! would be `0644`, readable by every local user. So the folder is created `0700` and the
 //! file `0600` before SQLite opens it (SQLite gives its `-wal` and `-shm` files the
-//! database's mode), and a folder or file an older build left looser is tightened when the
-//! store opens, with a warning, since the data was readable until then.
+//! database's mode), and a file an older build left looser is tightened when the store
+//! opens, with a warning, since the data was readable until then.
 //!
-//! A folder that is not the owner's to close (another user's, a shared temporary folder
-//! with its sticky bit, the home folder) is left as it is, with a warning: the file's own
-//! mode still keeps its content private.
+//! A folder that already existed is never changed, only named in a warning when others may
+//! read it: it may be one the operator shares on purpose (`--state ./state.db` in a
+//! project folder), and the file's own mode keeps its content private.
 
 use std::io;
 use std::path::Path;
 
-/// Creates `dir` (and any missing parent) for its owner alone, or tightens it when it is
-/// looser and the server's own.
+/// Creates `dir` (and any missing parent) for its owner alone; warns when it already
+/// exists and others may read it.
 pub fn private_folder(dir: &Path) -> io::Result<()> {
     imp::private_folder(dir)
 }
@@ -42,30 +42,18 @@ mod imp {
             // The umask may have removed owner bits, never added others' ones.
             return Ok(());
         }
-        let meta = std::fs::metadata(dir)?;
-        let mode = meta.mode() & 0o7777;
-        if mode & OTHERS == 0 {
-            return Ok(());
-        }
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let sticky = mode & 0o1000 != 0;
-        let is_home = home.is_some_and(|h| same_path(&h, dir));
-        if meta.uid() != me || sticky || is_home {
+        let mode = std::fs::metadata(dir)?.mode() & 0o7777;
+        if mode & OTHERS != 0 {
+            // A folder that was there before may be one the operator shares on purpose
+            // (`--state ./state.db` in a project folder): said, never changed. The state
+            // file and its companions are kept 0600 whatever the folder allows.
             tracing::warn!(
                 folder = %dir.display(),
                 mode = format!("{:o}", mode & 0o777),
-                "the state's folder is readable by other local users and not tightened (not this server's own folder); the state file itself is kept 0600"
+                "the state's folder is readable by other local users (the state file itself is kept 0600); chmod 700 it if nothing else needs it"
             );
-            return Ok(());
         }
-        tracing::warn!(
-            folder = %dir.display(),
-            was = format!("{:o}", mode & 0o777),
-            "the state's folder was readable by other local users; tightened to 700"
-        );
-        std::fs::set_permissions(dir, Permissions::from_mode(0o700))
+        Ok(())
     }
 
     pub fn private_file(path: &Path) -> io::Result<()> {
@@ -100,13 +88,6 @@ mod imp {
             }
         }
         Ok(())
-    }
-
-    fn same_path(a: &Path, b: &Path) -> bool {
-        match (a.canonicalize(), b.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => a == b,
-        }
     }
 }
 
