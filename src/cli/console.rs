@@ -65,6 +65,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
     let store = store_location(&args, &cfg)?;
     let (state, digest) = load_state(
         &cfg,
+        &cfg.upstream.clone().unwrap_or_default(),
         &args.catalog,
         &args.model,
         args.variant,

@@ -106,13 +106,16 @@ pub struct ServeArgs {
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The config is read once here and handed down; a reload reads it once more.
-    let mut cfg = args.catalog.config()?;
-    if let Some(proxy) = &args.upstream_proxy {
-        cfg.upstream = Some(shortlist::catalog::config::UpstreamConfig {
+    let cfg = args.catalog.config()?;
+    // The flag overrides the config's `[upstream]` without writing into the config, whose
+    // digest says whether the catalog changed.
+    let upstream = match &args.upstream_proxy {
+        Some(proxy) => shortlist::catalog::config::UpstreamConfig {
             proxy: Some(proxy.clone()),
             proxy_env: false,
-        });
-    }
+        },
+        None => cfg.upstream.clone().unwrap_or_default(),
+    };
     // Validate the transport options before the slow part, so a typo fails at once.
     let http = match &args.http {
         Some(a) => Some(http_options(&args, &cfg, a)?),
@@ -134,6 +137,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let (state, digest) = load_state(
         &cfg,
+        &upstream,
         &args.catalog,
         &args.model,
         args.variant,
@@ -259,12 +263,15 @@ pub fn spawn_watch(
 }
 
 /// Brings the catalog's index up to date and builds the server state: what `serve` and
-/// `console` both start from, with the watch digest of the catalog it was built from. With `trust_unchanged`, an index built from exactly these
+/// `console` both start from, with the watch digest of the catalog it was built from; API
+/// calls leave as `upstream` says (the config's `[upstream]`, or `--upstream-proxy`).
+/// With `trust_unchanged`, an index built from exactly these
 /// spec files and config (same paths, sizes, modification times) is opened without reading
 /// a spec, whose problems were reported when it was built; the console, which shows the
 /// catalog's APIs and problems, always loads the catalog.
 pub fn load_state(
     cfg: &shortlist::catalog::CatalogConfig,
+    upstream: &shortlist::catalog::config::UpstreamConfig,
     catalog_args: &super::CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
@@ -275,7 +282,7 @@ pub fn load_state(
     // Before the slow part, so a proxy that cannot be used fails at once.
     let invoker = Invoker::new()
         .context("cannot create the HTTP client")?
-        .with_upstream(&cfg.upstream.clone().unwrap_or_default())?
+        .with_upstream(upstream)?
         .with_server(server_side(cfg.auth.as_ref())?);
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
     let digest = shortlist::catalog::watch_digest(cfg);
