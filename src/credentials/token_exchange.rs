@@ -24,6 +24,9 @@ const GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// Tokens kept in memory at most; past it, expired ones are forgotten first, then every
 /// one not in the middle of an exchange.
 const MAX_CACHED: usize = 10_000;
+/// Tokens kept per person at most (one per OAuth client and scope set they call through):
+/// a person who makes up clients or scope sets forgets their own tokens, never others'.
+const MAX_PER_PERSON: usize = 16;
 
 #[derive(Clone)]
 struct Cached {
@@ -97,6 +100,9 @@ impl TokenExchange {
         if let Some(s) = people.get(&key) {
             return Arc::clone(s);
         }
+        if people.keys().filter(|k| k.sub == key.sub).count() >= MAX_PER_PERSON {
+            people.retain(|k, s| k.sub != key.sub || s.try_lock().is_err());
+        }
         if people.len() >= MAX_CACHED {
             let now = Instant::now();
             // Keep only people in the middle of an exchange or with a token still good.
@@ -169,5 +175,40 @@ impl TokenExchange {
         if let Some(s) = slot {
             *s.lock().await = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sub: &str, client: usize) -> Key {
+        Key {
+            sub: sub.into(),
+            client_id: Some(format!("client-{client}")),
+            scopes: vec!["read".into()],
+        }
+    }
+
+    /// One person cycling through made-up clients keeps at most their own share of the
+    /// cache, and never pushes another person's token out.
+    #[test]
+    fn one_person_cannot_flush_the_others() {
+        let x = TokenExchange::new("http://127.0.0.1:9/token", "c", "s", "api", None).unwrap();
+        let alice = x.slot(key("alice", 0));
+        *alice.try_lock().unwrap() = Some(Cached {
+            token: "alice-token".into(),
+            good_until: Instant::now() + Duration::from_secs(600),
+        });
+        for c in 0..MAX_CACHED + 100 {
+            x.slot(key("mallory", c));
+        }
+        assert!(x.cached() <= MAX_PER_PERSON + 1, "{}", x.cached());
+        let again = x.slot(key("alice", 0));
+        assert!(Arc::ptr_eq(&alice, &again));
+        assert_eq!(
+            again.try_lock().unwrap().as_ref().map(|c| c.token.as_str()),
+            Some("alice-token")
+        );
     }
 }
