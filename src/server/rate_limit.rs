@@ -6,7 +6,8 @@
 //! consenting; per address, a script runs into its own limit and nobody else's. The
 //! ceiling bounds what the server does (code redemptions, provider requests) when many
 //! addresses ask at once. IPv6 clients are counted by their /64, the block one subscriber
-//! is usually given, so cycling through it gains nothing.
+//! is usually given, so cycling through it gains nothing; and each /48 (a site's usual
+//! block) shares four clients' worth, so a holder of many /64s cannot drain the ceiling.
 //!
 //! The table of addresses is bounded: addresses whose bucket has filled up again carry no
 //! state worth keeping and go first; when the table is still full, the longest unseen go.
@@ -68,12 +69,17 @@ impl Limited {
 
 struct Table {
     clients: HashMap<IpAddr, Bucket>,
+    /// IPv6 networks (/48): what one holder of many /64s shares.
+    networks: HashMap<IpAddr, Bucket>,
     global: Bucket,
 }
 
 /// The limits of the consent pages.
 pub struct RateLimits {
     per_client: Rate,
+    /// The share of one IPv6 /48, a site's usual assignment: a holder cycling through its
+    /// /64s meets this before the ceiling everyone shares.
+    per_network: Rate,
     global: Rate,
     max_clients: usize,
     table: Mutex<Table>,
@@ -85,18 +91,23 @@ impl RateLimits {
     pub fn new(per_client: Rate, global: Rate, max_clients: usize) -> RateLimits {
         RateLimits {
             per_client,
+            per_network: Rate {
+                burst: per_client.burst.saturating_mul(4),
+                per_sec: per_client.per_sec.saturating_mul(4),
+            },
             global,
             max_clients: max_clients.max(1),
             table: Mutex::new(Table {
                 clients: HashMap::new(),
+                networks: HashMap::new(),
                 global: global.full(Instant::now()),
             }),
         }
     }
 
     /// The consent pages' limits: twenty at once and five a second per address (people
-    /// click, scripts loop); a thousand at once and 250 a second for the replica; ten
-    /// thousand addresses remembered (well under a megabyte).
+    /// click, scripts loop), four times that per IPv6 /48; a thousand at once and 250 a
+    /// second for the replica; ten thousand addresses remembered (well under a megabyte).
     pub fn consent_pages() -> RateLimits {
         RateLimits::new(
             Rate {
@@ -119,9 +130,10 @@ impl RateLimits {
 
     fn check_at(&self, client: IpAddr, now: Instant) -> Result<(), Limited> {
         let key = bucket_key(client);
+        let network = network_key(client);
         let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
         if !t.clients.contains_key(&key) && t.clients.len() >= self.max_clients {
-            self.evict(&mut t.clients, now);
+            evict(&mut t.clients, self.per_client, self.max_clients, now);
         }
         let mine = t
             .clients
@@ -139,6 +151,23 @@ impl RateLimits {
             );
             return Err(Limited::Client);
         }
+        let mut ours = None;
+        if let Some(net) = network {
+            if !t.networks.contains_key(&net) && t.networks.len() >= self.max_clients {
+                evict(&mut t.networks, self.per_network, self.max_clients, now);
+            }
+            let b = t
+                .networks
+                .get(&net)
+                .copied()
+                .unwrap_or_else(|| self.per_network.full(now));
+            let b = self.per_network.refilled(b, now);
+            if b < 1.0 {
+                t.networks.insert(net, Bucket { tokens: b, at: now });
+                return Err(Limited::Client);
+            }
+            ours = Some((net, b));
+        }
         let all = self.global.refilled(t.global, now);
         if all < 1.0 {
             t.global = Bucket {
@@ -151,6 +180,15 @@ impl RateLimits {
             tokens: all - 1.0,
             at: now,
         };
+        if let Some((net, b)) = ours {
+            t.networks.insert(
+                net,
+                Bucket {
+                    tokens: b - 1.0,
+                    at: now,
+                },
+            );
+        }
         t.clients.insert(
             key,
             Bucket {
@@ -161,33 +199,9 @@ impl RateLimits {
         Ok(())
     }
 
-    /// Makes room in a full table: first every address whose bucket is full again; when
-    /// that frees less than a tenth, the longest unseen up to a tenth, so the next
-    /// thousand new addresses find room without another pass.
-    fn evict(&self, clients: &mut HashMap<IpAddr, Bucket>, now: Instant) {
-        let burst = f64::from(self.per_client.burst);
-        clients.retain(|_, b| self.per_client.refilled(*b, now) < burst);
-        let room = (self.max_clients / 10).max(1);
-        let keep = self.max_clients.saturating_sub(room);
-        if clients.len() > keep {
-            let mut seen: Vec<Instant> = clients.values().map(|b| b.at).collect();
-            let drop = clients.len() - keep;
-            let (_, cut, _) = seen.select_nth_unstable(drop - 1);
-            let cut = *cut;
-            let mut left = drop;
-            clients.retain(|_, b| {
-                if left > 0 && b.at <= cut {
-                    left -= 1;
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-    }
-
     /// How many addresses are remembered now.
-    pub fn remembered(&self) -> usize {
+    #[cfg(test)]
+    fn remembered(&self) -> usize {
         self.table
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -196,11 +210,44 @@ impl RateLimits {
     }
 }
 
+/// Makes room in a full table: first every address whose bucket is full again; when
+/// that frees less than a tenth, the longest unseen up to a tenth, so the next
+/// thousand new addresses find room without another pass.
+fn evict(clients: &mut HashMap<IpAddr, Bucket>, rate: Rate, max: usize, now: Instant) {
+    let burst = f64::from(rate.burst);
+    clients.retain(|_, b| rate.refilled(*b, now) < burst);
+    let room = (max / 10).max(1);
+    let keep = max.saturating_sub(room);
+    if clients.len() > keep {
+        let mut seen: Vec<Instant> = clients.values().map(|b| b.at).collect();
+        let drop = clients.len() - keep;
+        let (_, cut, _) = seen.select_nth_unstable(drop - 1);
+        let cut = *cut;
+        let mut left = drop;
+        clients.retain(|_, b| {
+            if left > 0 && b.at <= cut {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
 /// The address a bucket is kept under: an IPv4 address itself, an IPv6 address's /64.
 fn bucket_key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
         v4 => v4,
+    }
+}
+
+/// The IPv6 network (/48) an address is also counted in; none for IPv4.
+fn network_key(ip: IpAddr) -> Option<IpAddr> {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => Some(IpAddr::V6((u128::from(v6) & !((1u128 << 80) - 1)).into())),
+        IpAddr::V4(_) => None,
     }
 }
 
@@ -272,6 +319,23 @@ mod tests {
             Err(Limited::Client)
         );
         assert!(r.check_at(ip("2001:db8:1:3::1"), now).is_ok());
+    }
+
+    /// One holder of a /48 cycling through its /64s meets the /48's share, not the
+    /// ceiling every client shares: another network still gets through.
+    #[test]
+    fn an_ipv6_network_shares_one_limit_across_its_64s() {
+        let r = limits(2, 1, 1000, 1000);
+        let now = Instant::now();
+        let passed = (0..20u16)
+            .filter(|i| {
+                let a = IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, *i, 0, 0, 0, 1));
+                r.check_at(a, now).is_ok()
+            })
+            .count();
+        assert_eq!(passed, 8, "four times one client's burst");
+        assert!(r.check_at(ip("2001:db8:2::1"), now).is_ok());
+        assert!(r.check_at(ip("192.0.2.1"), now).is_ok());
     }
 
     #[test]
