@@ -131,16 +131,9 @@ impl RateLimits {
     fn check_at(&self, client: IpAddr, now: Instant) -> Result<(), Limited> {
         let key = bucket_key(client);
         let network = network_key(client);
+        let max = self.max_clients;
         let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if !t.clients.contains_key(&key) && t.clients.len() >= self.max_clients {
-            evict(&mut t.clients, self.per_client, self.max_clients, now);
-        }
-        let mine = t
-            .clients
-            .get(&key)
-            .copied()
-            .unwrap_or_else(|| self.per_client.full(now));
-        let mine = self.per_client.refilled(mine, now);
+        let mine = available(&mut t.clients, key, self.per_client, max, now);
         if mine < 1.0 {
             t.clients.insert(
                 key,
@@ -151,23 +144,17 @@ impl RateLimits {
             );
             return Err(Limited::Client);
         }
-        let mut ours = None;
-        if let Some(net) = network {
-            if !t.networks.contains_key(&net) && t.networks.len() >= self.max_clients {
-                evict(&mut t.networks, self.per_network, self.max_clients, now);
+        let ours = match network {
+            Some(net) => {
+                let b = available(&mut t.networks, net, self.per_network, max, now);
+                if b < 1.0 {
+                    t.networks.insert(net, Bucket { tokens: b, at: now });
+                    return Err(Limited::Client);
+                }
+                Some((net, b))
             }
-            let b = t
-                .networks
-                .get(&net)
-                .copied()
-                .unwrap_or_else(|| self.per_network.full(now));
-            let b = self.per_network.refilled(b, now);
-            if b < 1.0 {
-                t.networks.insert(net, Bucket { tokens: b, at: now });
-                return Err(Limited::Client);
-            }
-            ours = Some((net, b));
-        }
+            None => None,
+        };
         let all = self.global.refilled(t.global, now);
         if all < 1.0 {
             t.global = Bucket {
@@ -208,6 +195,22 @@ impl RateLimits {
             .clients
             .len()
     }
+}
+
+/// The tokens `key`'s bucket holds at `now` (a full bucket for a key not yet seen, after
+/// making room for it in a full table).
+fn available(
+    table: &mut HashMap<IpAddr, Bucket>,
+    key: IpAddr,
+    rate: Rate,
+    max: usize,
+    now: Instant,
+) -> f64 {
+    if !table.contains_key(&key) && table.len() >= max {
+        evict(table, rate, max, now);
+    }
+    let b = table.get(&key).copied().unwrap_or_else(|| rate.full(now));
+    rate.refilled(b, now)
 }
 
 /// Makes room in a full table: first every address whose bucket is full again; when
