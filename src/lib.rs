@@ -18,3 +18,4 @@ pub mod shortlist;
 pub mod store;
 pub mod telemetry;
 pub mod text;
+pub mod upstream;

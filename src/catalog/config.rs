@@ -263,8 +263,12 @@ pub struct EnrichConfig {
 pub struct ApiConfig {
     /// API id; defaults to the spec's file stem.
     pub id: Option<String>,
-    /// Spec file (or folder of specs, each its own API).
+    /// Spec file (or folder of specs, each its own API); empty for an MCP server.
+    #[serde(default)]
     pub spec: PathBuf,
+    /// An MCP server whose tools this entry serves, instead of a spec.
+    #[serde(default)]
+    pub mcp: Option<super::mcp_config::McpSource>,
     /// Replaces the spec's servers.
     pub base_url: Option<String>,
     /// Refuse methods that are not safe (anything but GET/HEAD/OPTIONS).
@@ -302,6 +306,20 @@ pub struct ApiConfig {
 }
 
 impl ApiConfig {
+    /// Whether the entry names exactly one source, and an MCP server an id: a server has
+    /// no file whose name could stand in for one.
+    pub fn check_source(&self) -> Result<(), String> {
+        match (&self.mcp, self.spec.as_os_str().is_empty()) {
+            (None, true) => Err("needs `spec` (an OpenAPI file or folder) or `mcp`".into()),
+            (Some(_), false) => Err("give either `spec` or `mcp`, not both".into()),
+            (Some(_), true) if self.id.as_deref().is_none_or(str::is_empty) => {
+                Err("an MCP server needs an `id`".into())
+            }
+            (Some(m), true) => m.check(),
+            (None, false) => Ok(()),
+        }
+    }
+
     /// Whether this entry sets anything beyond its spec: then its id matters, since the
     /// id is how calls, stored tokens and reviews find the entry's settings.
     pub fn has_rules(&self) -> bool {
@@ -450,8 +468,15 @@ impl CatalogConfig {
             )
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        for api in &mut cfg.apis {
-            if api.spec.is_relative() {
+        for (i, api) in cfg.apis.iter_mut().enumerate() {
+            api.check_source()
+                .map_err(|e| anyhow::anyhow!("{}: [[api]] #{}: {e}", path.display(), i + 1))?;
+            if let Some(cwd) = api.mcp.as_mut().and_then(|m| m.cwd.as_mut()) {
+                if cwd.is_relative() {
+                    *cwd = dir.join(&*cwd);
+                }
+            }
+            if api.mcp.is_none() && api.spec.is_relative() {
                 api.spec = dir.join(&api.spec);
             }
         }
@@ -491,6 +516,7 @@ impl CatalogConfig {
                 .map(|p| ApiConfig {
                     id: None,
                     spec: p.clone(),
+                    mcp: None,
                     base_url: None,
                     read_only: false,
                     auth: None,

@@ -121,6 +121,9 @@ pub enum ParamLocation {
     Query,
     Header,
     Cookie,
+    /// A top-level property of an MCP tool's `inputSchema`: the upstream's own argument,
+    /// sent by name in `tools/call`.
+    Argument,
 }
 
 impl ParamLocation {
@@ -130,6 +133,7 @@ impl ParamLocation {
             "query" => Some(ParamLocation::Query),
             "header" => Some(ParamLocation::Header),
             "cookie" => Some(ParamLocation::Cookie),
+            "argument" => Some(ParamLocation::Argument),
             _ => None,
         }
     }
@@ -140,6 +144,7 @@ impl ParamLocation {
             ParamLocation::Query => "query",
             ParamLocation::Header => "header",
             ParamLocation::Cookie => "cookie",
+            ParamLocation::Argument => "argument",
         }
     }
 }
@@ -251,17 +256,34 @@ pub struct Endpoint {
     pub generated_questions: Vec<String>,
     /// Set when `description` was generated rather than written by the spec's author.
     pub description_provenance: Option<Provenance>,
+    /// Set for a tool of an MCP server: what a call needs (its server, its own name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<super::mcp_tools::McpTool>,
 }
 
 impl Endpoint {
     /// `METHOD /path`, the way benchmarks and people name an endpoint.
+    /// An MCP tool is named by its own name.
     pub fn key(&self) -> String {
-        format!("{} {}", self.method, self.path)
+        match &self.mcp {
+            Some(t) => t.name.clone(),
+            None => format!("{} {}", self.method, self.path),
+        }
     }
 
-    /// `<api> METHOD /path`, unique across a multi-API catalog.
+    /// `<api> METHOD /path` (`<server> <tool>` for an MCP tool), unique across a
+    /// multi-API catalog.
     pub fn qualified_key(&self) -> String {
-        format!("{} {} {}", self.api, self.method, self.path)
+        format!("{} {}", self.api, self.key())
+    }
+
+    /// How a call goes out, for people and models: `GET /movie/{id}`, or for an MCP
+    /// server's tool `MCP tool get_current_time`.
+    pub fn operation(&self) -> String {
+        match &self.mcp {
+            Some(t) => format!("MCP tool {}", t.name),
+            None => format!("{} {}", self.method, self.path),
+        }
     }
 
     /// The best short line describing the endpoint: summary, else the first sentence of the

@@ -15,6 +15,10 @@ use std::time::UNIX_EPOCH;
 /// The digest of `config`'s sources (see the module documentation); `None` when a source
 /// cannot be examined (then nothing can be assumed unchanged).
 pub fn sources_digest(config: &CatalogConfig) -> Option<String> {
+    // What an MCP server serves is known only by asking it.
+    if config.apis.iter().any(|a| a.mcp.is_some()) {
+        return None;
+    }
     let mut problems = Vec::new();
     let sources = expand_sources(config, &mut problems);
     if !problems.is_empty() {

@@ -5,6 +5,7 @@
 //! used is used, and every problem is reported with its file and JSON pointer.
 
 pub mod bodies;
+pub mod client_file;
 pub mod compact;
 pub mod config;
 pub mod describe;
@@ -12,6 +13,8 @@ pub mod endpoint;
 pub mod enriched;
 pub mod family;
 pub mod fingerprint;
+pub mod mcp_config;
+pub mod mcp_tools;
 pub mod naming;
 pub mod normalize;
 pub mod operation;
@@ -77,8 +80,15 @@ pub struct SpecSource {
 }
 
 impl Catalog {
-    /// Loads every spec the config lists.
+    /// Loads every spec the config lists. An MCP server among them needs its listing: see
+    /// [`Catalog::load_listed`].
     pub fn load(config: &CatalogConfig) -> Catalog {
+        Catalog::load_listed(config, &mcp_tools::Listings::new())
+    }
+
+    /// Loads every spec the config lists, and the tools of each MCP server from what it
+    /// listed (`listings`, by entry position).
+    pub fn load_listed(config: &CatalogConfig, listings: &mcp_tools::Listings) -> Catalog {
         let sources_digest = sources_digest(config);
         let mut problems = Vec::new();
         let sources = expand_sources(config, &mut problems);
@@ -105,6 +115,7 @@ impl Catalog {
                 Err(p) => problems.push(p),
             }
         }
+        add_mcp_servers(config, listings, &mut apis, &mut endpoints, &mut problems);
         endpoints.sort_by(|a, b| (&a.api, &a.path, a.method).cmp(&(&b.api, &b.path, b.method)));
         naming::assign(&mut endpoints, apis.len() > 1);
         Catalog {
@@ -169,7 +180,7 @@ impl Catalog {
 
 /// A URL without user info or query (either may hold a credential); unparsable text is
 /// kept as it is (the invoker reports it, without user info).
-fn without_credentials(raw: &str) -> String {
+pub(crate) fn without_credentials(raw: &str) -> String {
     match url::Url::parse(raw) {
         Ok(mut u)
             if u.has_host()
@@ -251,6 +262,9 @@ pub fn load_one(src: &SpecSource) -> Result<normalize::Normalized, Problem> {
 pub fn expand_sources(config: &CatalogConfig, problems: &mut Vec<Problem>) -> Vec<SpecSource> {
     let mut out: Vec<SpecSource> = Vec::new();
     for (i, api) in config.apis.iter().enumerate() {
+        if api.mcp.is_some() {
+            continue;
+        }
         if api.spec.is_dir() {
             let mut files = Vec::new();
             walk(&api.spec, &mut files, 0);
@@ -270,6 +284,51 @@ pub fn expand_sources(config: &CatalogConfig, problems: &mut Vec<Problem>) -> Ve
         }
     }
     unique_ids(config, out, problems)
+}
+
+/// The tools of every MCP server entry, from its listing. A server whose id a spec already
+/// took, or that could not be listed, is reported and left out; the rest still load.
+fn add_mcp_servers(
+    config: &CatalogConfig,
+    listings: &mcp_tools::Listings,
+    apis: &mut Vec<Api>,
+    endpoints: &mut Vec<Endpoint>,
+    problems: &mut Vec<Problem>,
+) {
+    for (i, entry) in config.apis.iter().enumerate() {
+        let (Some(source), Some(id)) = (&entry.mcp, entry.id.as_deref()) else {
+            continue;
+        };
+        let file = mcp_tools::problem_file(id);
+        if apis.iter().any(|a| a.id == id) {
+            problems.push(Problem::error(
+                &file,
+                None,
+                format!(
+                    "id '{id}' ([[api]] #{}) is already an API's id: give each entry its own `id`",
+                    i + 1
+                ),
+            ));
+            continue;
+        }
+        match listings.get(&i) {
+            Some(Ok(listing)) => {
+                let (api, mut eps) = mcp_tools::endpoints(id, source, listing, i, problems);
+                apis.push(api);
+                endpoints.append(&mut eps);
+            }
+            Some(Err(e)) => problems.push(Problem::error(
+                &file,
+                None,
+                format!("MCP server `{}`: {e}", source.describe()),
+            )),
+            None => problems.push(Problem::error(
+                &file,
+                None,
+                format!("MCP server `{}` was not started", source.describe()),
+            )),
+        }
+    }
 }
 
 /// Makes every API id name one spec. An id keys more than a name: a person's stored

@@ -69,7 +69,9 @@ pub fn assign(endpoints: &mut [Endpoint], prefix_with_api: bool) {
     let mut used: HashMap<String, usize> = RESERVED.iter().map(|r| (r.to_string(), 1)).collect();
     for ep in endpoints.iter_mut() {
         let base = base_name(ep);
-        let full = if prefix_with_api {
+        // An MCP server's tools always carry its id, so adding or removing another server
+        // renames none of them.
+        let full = if prefix_with_api || ep.mcp.is_some() {
             let api = sanitize(&ep.api);
             let api = if api.len() > 24 { fit(&api, 24) } else { api };
             format!("{api}__{base}")

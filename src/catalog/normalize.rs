@@ -263,6 +263,7 @@ fn build_endpoint(
             })
             .unwrap_or_default(),
         description_provenance,
+        mcp: None,
     }
 }
 

@@ -63,9 +63,22 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
     };
     let cfg = args.catalog.config()?;
     let store = store_location(&args, &cfg)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The console's "Try a request" calls tools too, MCP servers' included.
+    let upstreams = shortlist::upstream::Upstreams::new(&cfg);
+    if !upstreams.is_empty() {
+        runtime.block_on(upstreams.list_all());
+    }
+    let upstream = cfg.upstream.clone().unwrap_or_default();
     let (state, digest) = load_state(
         &cfg,
-        &cfg.upstream.clone().unwrap_or_default(),
+        super::serve::Outbound {
+            upstream: &upstream,
+            upstreams: &upstreams,
+        },
         &args.catalog,
         &args.model,
         args.variant,
@@ -76,11 +89,8 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         catalog: args.catalog.clone(),
         model: args.model.clone(),
         variant: args.variant,
+        upstreams: std::sync::Arc::clone(&upstreams),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         match store {
             Some(location) => {
@@ -98,8 +108,11 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
+        super::serve::spawn_relist(&upstreams, &shutdown);
         super::serve::spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
-        server::http::serve_console(state, opts, shutdown).await
+        let served = server::http::serve_console(state, opts, shutdown).await;
+        upstreams.stop().await;
+        served
     })?;
     Ok(ExitCode::SUCCESS)
 }

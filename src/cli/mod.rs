@@ -17,6 +17,8 @@ pub mod search;
 pub mod serve;
 
 use clap::Args;
+use shortlist::catalog::client_file;
+use shortlist::catalog::mcp_tools::Listings;
 use shortlist::catalog::{Catalog, CatalogConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,12 +40,44 @@ pub struct CatalogArgs {
 
 impl CatalogArgs {
     /// The catalog config these arguments describe.
+    /// A client's own config file (`mcpServers`), given as a path or as `--config`, adds
+    /// its servers as entries; what it says of them is printed on stderr.
     pub fn config(&self) -> anyhow::Result<CatalogConfig> {
+        self.config_with(true)
+    }
+
+    /// [`CatalogArgs::config`] printing nothing: what a running server's watch reads
+    /// every few seconds.
+    pub fn config_quiet(&self) -> anyhow::Result<CatalogConfig> {
+        self.config_with(false)
+    }
+
+    fn config_with(&self, report: bool) -> anyhow::Result<CatalogConfig> {
         let mut cfg = match &self.config {
+            Some(p) if client_file::is_client_file(p) => CatalogConfig::default(),
             Some(p) => CatalogConfig::load(p)?,
             None => CatalogConfig::default(),
         };
-        cfg.apis.extend(CatalogConfig::from_paths(&self.paths).apis);
+        let (clients, specs): (Vec<PathBuf>, Vec<PathBuf>) = self
+            .config
+            .iter()
+            .chain(&self.paths)
+            .cloned()
+            .partition(|p| client_file::is_client_file(p));
+        let specs: Vec<PathBuf> = specs
+            .into_iter()
+            .filter(|p| Some(p) != self.config.as_ref())
+            .collect();
+        for file in &clients {
+            let imported = client_file::import(file, &|k| std::env::var(k).ok())?;
+            for line in imported.warnings.iter().chain(&imported.errors) {
+                if report {
+                    eprintln!("{line}");
+                }
+            }
+            cfg.apis.extend(imported.entries);
+        }
+        cfg.apis.extend(CatalogConfig::from_paths(&specs).apis);
         if cfg.apis.is_empty() {
             anyhow::bail!("no catalog given: pass --config FILE or spec paths");
         }
@@ -80,7 +114,19 @@ impl CatalogArgs {
 /// Loads the catalog `cfg` describes, printing one line per problem on stderr; an error
 /// when no endpoint is left.
 pub fn load_catalog(cfg: &CatalogConfig) -> anyhow::Result<Catalog> {
-    let catalog = Catalog::load(cfg);
+    load_catalog_listed(cfg, None)
+}
+
+/// [`load_catalog`] with the MCP servers' tools from `listings` (a running server's), or,
+/// when `None`, listed now by starting each server once.
+pub fn load_catalog_listed(
+    cfg: &CatalogConfig,
+    listings: Option<&Listings>,
+) -> anyhow::Result<Catalog> {
+    let catalog = match listings {
+        Some(l) => Catalog::load_listed(cfg, l),
+        None => Catalog::load_listed(cfg, &shortlist::upstream::list_once(cfg)),
+    };
     report_problems(&catalog);
     if catalog.endpoints.is_empty() {
         anyhow::bail!("the catalog holds no usable endpoint");
@@ -104,7 +150,8 @@ pub fn report_problems(catalog: &Catalog) {
 
 /// `shortlist check`: load and report, nothing else.
 pub fn check(args: CatalogArgs) -> anyhow::Result<ExitCode> {
-    let catalog = Catalog::load(&args.config()?);
+    let cfg = args.config()?;
+    let catalog = Catalog::load_listed(&cfg, &shortlist::upstream::list_once(&cfg));
     report_problems(&catalog);
     println!(
         "{} API(s), {} endpoint(s), {} spec(s) skipped, {} warning(s)",

@@ -9,6 +9,7 @@
 use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
+use shortlist::catalog::mcp_tools::Listings;
 use shortlist::catalog::{Catalog, CatalogConfig};
 use shortlist::index::catalog_index::{self, EndpointIndex};
 use shortlist::index::doc_text::DocVariant;
@@ -60,6 +61,7 @@ pub fn prepare(
     model: &ModelArgs,
     variant: DocVariant,
     trust_unchanged: bool,
+    listings: Option<&Listings>,
 ) -> anyhow::Result<Prepared> {
     let data_dir = catalog_args.data_dir(Some(cfg))?;
     let (current, embedder) = std::thread::scope(|s| {
@@ -100,7 +102,7 @@ pub fn prepare(
             }
         }
         None => {
-            let catalog = super::load_catalog(cfg)?;
+            let catalog = super::load_catalog_listed(cfg, listings)?;
             let (index, stats) =
                 catalog_index::build(&catalog, &data_dir, &embedder, variant, report_progress)
                     .with_context(|| format!("cannot build the index in {}", data_dir.display()))?;

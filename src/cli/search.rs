@@ -50,7 +50,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<ExitCode> {
     {
         let started = std::time::Instant::now();
         let cfg = args.catalog.config()?;
-        let p = prepare(&cfg, &args.catalog, &args.model, args.variant, true)?;
+        let p = prepare(&cfg, &args.catalog, &args.model, args.variant, true, None)?;
         let tables = match p.tables {
             Some(t) => t,
             None => Shortlister::tables_of(&p.index)

@@ -10,11 +10,13 @@ use super::model::ModelArgs;
 use super::CatalogArgs;
 use anyhow::Context;
 use clap::Args;
+use shortlist::catalog::mcp_tools::Listings;
 use shortlist::index::doc_text::DocVariant;
 use shortlist::index::BuildStats;
 use shortlist::invoke::Invoker;
 use shortlist::server::{self, Expose, HttpOptions, ServerOptions, ServerState};
 use shortlist::shortlist::{Options, Shortlister};
+use shortlist::upstream::Upstreams;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -135,9 +137,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         page_size: usize::from(args.page_size),
         answer_tokens: usize::from(args.answer_tokens),
     };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The MCP servers start first, in parallel, and stay up: their connections live on
+    // this runtime, shared by every call.
+    let upstreams = Upstreams::new(&cfg);
+    if !upstreams.is_empty() {
+        runtime.block_on(upstreams.list_all());
+    }
     let (state, digest) = load_state(
         &cfg,
-        &upstream,
+        Outbound {
+            upstream: &upstream,
+            upstreams: &upstreams,
+        },
         &args.catalog,
         &args.model,
         args.variant,
@@ -148,12 +163,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         catalog: args.catalog.clone(),
         model: args.model.clone(),
         variant: args.variant,
+        upstreams: Arc::clone(&upstreams),
     };
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let store = (http.is_some() || args.state.is_some())
         .then(|| -> anyhow::Result<_> {
             let data_dir = args.catalog.data_dir(Some(&cfg))?;
@@ -175,13 +186,40 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
+        spawn_relist(&upstreams, &shutdown);
         spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
-        match http {
+        let served = match http {
             Some(opts) => server::http::serve(state, opts, shutdown).await,
             None => server::serve_stdio(state, shutdown).await,
-        }
+        };
+        // No child outlives the server.
+        upstreams.stop().await;
+        served
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Lists again, once a second at most, the MCP servers that said their tools changed; the
+/// watch then sees the catalog's digest change and rebuilds it from the new listings. A
+/// server announcing changes in a loop costs one listing a second, nothing more.
+pub fn spawn_relist(upstreams: &Arc<Upstreams>, shutdown: &CancellationToken) {
+    if upstreams.is_empty() {
+        return;
+    }
+    let upstreams = Arc::clone(upstreams);
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {
+                    upstreams.relist_changed().await;
+                }
+            }
+        }
+    });
 }
 
 /// The catalog of a running server, as its command line names it: what a reload reads.
@@ -189,12 +227,15 @@ pub struct Source {
     pub catalog: super::CatalogArgs,
     pub model: ModelArgs,
     pub variant: DocVariant,
+    /// The MCP servers, whose latest listings a rebuild reads.
+    pub upstreams: Arc<Upstreams>,
 }
 
 impl server::CatalogSource for Source {
     fn digest(&self) -> String {
-        match self.catalog.config() {
-            Ok(cfg) => shortlist::catalog::watch_digest(&cfg),
+        let changes = self.upstreams.changes();
+        match self.catalog.config_quiet() {
+            Ok(cfg) => format!("{}:{changes}", shortlist::catalog::watch_digest(&cfg)),
             // Changes when the error does (the config is fixed, or broken another way).
             Err(e) => format!("error:{e:#}"),
         }
@@ -204,9 +245,16 @@ impl server::CatalogSource for Source {
         // A model of its own: the served one keeps answering queries meanwhile. Problems
         // are reported as at start; a catalog left with no endpoint is an error, so the one
         // served stays.
-        let cfg = self.catalog.config()?;
-        let (shortlister, catalog, stats) =
-            ranked_catalog(&cfg, &self.catalog, &self.model, self.variant, true)?;
+        let cfg = self.catalog.config_quiet()?;
+        let listings = self.upstreams.listings();
+        let (shortlister, catalog, stats) = ranked_catalog(
+            &cfg,
+            &self.catalog,
+            &self.model,
+            self.variant,
+            true,
+            Some(&listings),
+        )?;
         tracing::info!(
             embedded = stats.embedded,
             reused = stats.reused,
@@ -224,6 +272,7 @@ fn ranked_catalog(
     model: &ModelArgs,
     variant: DocVariant,
     trust_unchanged: bool,
+    listings: Option<&Listings>,
 ) -> anyhow::Result<(Shortlister, shortlist::catalog::Catalog, BuildStats)> {
     let super::prepare::Prepared {
         data_dir,
@@ -232,7 +281,7 @@ fn ranked_catalog(
         embedder,
         catalog,
         stats,
-    } = super::prepare::prepare(cfg, catalog_args, model, variant, trust_unchanged)?;
+    } = super::prepare::prepare(cfg, catalog_args, model, variant, trust_unchanged, listings)?;
     let tables = match tables {
         Some(t) => t,
         None => Shortlister::tables_of(&index)
@@ -262,6 +311,14 @@ pub fn spawn_watch(
     );
 }
 
+/// Where calls go out: APIs through `upstream` (the config's `[upstream]`, or
+/// `--upstream-proxy`), MCP servers' tools to `upstreams`.
+#[derive(Clone, Copy)]
+pub struct Outbound<'a> {
+    pub upstream: &'a shortlist::catalog::config::UpstreamConfig,
+    pub upstreams: &'a Arc<Upstreams>,
+}
+
 /// Brings the catalog's index up to date and builds the server state: what `serve` and
 /// `console` both start from, with the watch digest of the catalog it was built from; API
 /// calls leave as `upstream` says (the config's `[upstream]`, or `--upstream-proxy`).
@@ -271,23 +328,39 @@ pub fn spawn_watch(
 /// catalog's APIs and problems, always loads the catalog.
 pub fn load_state(
     cfg: &shortlist::catalog::CatalogConfig,
-    upstream: &shortlist::catalog::config::UpstreamConfig,
+    outbound: Outbound<'_>,
     catalog_args: &super::CatalogArgs,
     model: &ModelArgs,
     variant: DocVariant,
     options: ServerOptions,
     trust_unchanged: bool,
 ) -> anyhow::Result<(Arc<ServerState>, String)> {
+    let Outbound {
+        upstream,
+        upstreams,
+    } = outbound;
     let started = Instant::now();
     // Before the slow part, so a proxy that cannot be used fails at once.
     let invoker = Invoker::new()
         .context("cannot create the HTTP client")?
         .with_upstream(upstream)?
-        .with_server(server_side(cfg.auth.as_ref())?);
+        .with_server(server_side(cfg.auth.as_ref())?)
+        .with_upstreams(Arc::clone(upstreams));
     // Taken before any spec is read, so an edit made while loading is seen by the watch.
-    let digest = shortlist::catalog::watch_digest(cfg);
-    let (shortlister, catalog, stats) =
-        ranked_catalog(cfg, catalog_args, model, variant, trust_unchanged)?;
+    let digest = format!(
+        "{}:{}",
+        shortlist::catalog::watch_digest(cfg),
+        upstreams.changes()
+    );
+    let listings = upstreams.listings();
+    let (shortlister, catalog, stats) = ranked_catalog(
+        cfg,
+        catalog_args,
+        model,
+        variant,
+        trust_unchanged,
+        Some(&listings),
+    )?;
     eprintln!(
         "shortlist: {} endpoint(s) of {} API(s) ready in {:.1} s ({} embedded, {} reused)",
         shortlister.len(),

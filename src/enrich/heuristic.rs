@@ -182,6 +182,7 @@ pub fn param_description(p: &Parameter) -> String {
         ParamLocation::Query => "query",
         ParamLocation::Header => "header",
         ParamLocation::Cookie => "cookie",
+        ParamLocation::Argument => "tool",
     };
     s.push_str(&format!(
         " ({location} parameter, {}{}).",

@@ -8,7 +8,7 @@
 //! PUT counts as destructive as well as DELETE: it replaces the whole resource, and MCP
 //! defines `destructiveHint` as "may perform destructive updates", which a replacement is.
 
-use crate::catalog::Method;
+use crate::catalog::{Endpoint, Method};
 
 /// The MCP `ToolAnnotations` hints, as plain data (the server maps them to rmcp types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,29 @@ pub fn annotations(method: Method) -> ToolAnnotations {
         destructive_hint: matches!(method, Method::Delete | Method::Put),
         idempotent_hint: method.is_idempotent(),
         open_world_hint: true,
+    }
+}
+
+/// The annotations of an endpoint: from its method, or for an MCP server's tool from the
+/// hints its server wrote (with MCP's defaults where it wrote none), read-only as the
+/// catalog decided (the server's hint, or the operator's `read_only_tools`).
+pub fn of_endpoint(ep: &Endpoint) -> ToolAnnotations {
+    let Some(tool) = &ep.mcp else {
+        return annotations(ep.method);
+    };
+    let hint = |key: &str, default: bool| {
+        tool.annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(default)
+    };
+    let read_only = ep.method.is_safe();
+    ToolAnnotations {
+        read_only_hint: read_only,
+        destructive_hint: !read_only && hint("destructiveHint", true),
+        idempotent_hint: read_only || hint("idempotentHint", false),
+        open_world_hint: hint("openWorldHint", true),
     }
 }
 

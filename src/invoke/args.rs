@@ -239,6 +239,7 @@ pub(crate) mod tests {
             generated_summary: None,
             generated_questions: vec![],
             description_provenance: None,
+            mcp: None,
         }
     }
 

@@ -76,6 +76,8 @@ pub struct Invoker {
     broker: Arc<Broker>,
     /// What the broker was told of the server (kept for a new secret lookup).
     server: ServerSide,
+    /// The catalog's MCP servers, which calls to their tools go to.
+    upstreams: Option<Arc<crate::upstream::Upstreams>>,
 }
 
 /// Who a call is made for, and where per-person tokens live.
@@ -130,6 +132,7 @@ impl Invoker {
             server: ServerSide::default(),
             env,
             fixed,
+            upstreams: None,
         })
     }
 
@@ -142,6 +145,12 @@ impl Invoker {
         self.refuse_private = server.issuer.is_some();
         self.server = server.clone();
         self.broker = Arc::new(Broker::new(Arc::clone(&self.env), server));
+        self
+    }
+
+    /// The same invoker, calling MCP tools on these servers.
+    pub fn with_upstreams(mut self, upstreams: Arc<crate::upstream::Upstreams>) -> Invoker {
+        self.upstreams = Some(upstreams);
         self
     }
 
@@ -295,6 +304,21 @@ impl Invoker {
             Ok(v) => v,
             Err(e) => return CallOutcome::refused("invalid_arguments", e.to_string()),
         };
+        if ep.mcp.is_some() {
+            let timeout = cfg
+                .and_then(|c| c.timeout_secs)
+                .filter(|s| *s > 0)
+                .map(Duration::from_secs)
+                .unwrap_or(self.options.timeout);
+            return super::mcp::call(
+                self.upstreams.as_deref(),
+                ep,
+                &valid,
+                timeout,
+                self.options.max_response_bytes,
+            )
+            .await;
+        }
         let creds = match auth::resolve(
             cfg.and_then(|c| c.auth.as_ref()),
             &ep.api,

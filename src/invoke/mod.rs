@@ -21,6 +21,7 @@ pub mod check;
 pub mod client;
 pub mod log_secrets;
 pub mod mask;
+pub mod mcp;
 pub mod near;
 pub mod outcome;
 pub mod redact;

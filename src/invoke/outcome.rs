@@ -22,6 +22,9 @@ pub struct CallOutcome {
     /// Why the call never left: what the audit log records of a call refused before it
     /// reached the API (a fixed word, never the arguments).
     pub refusal: Option<&'static str>,
+    /// Content blocks other than text (images, audio, resources) an MCP server answered,
+    /// as MCP content JSON, passed on as they came.
+    pub content: Vec<Value>,
 }
 
 impl CallOutcome {
@@ -33,6 +36,7 @@ impl CallOutcome {
             structured: None,
             status: None,
             refusal: None,
+            content: Vec::new(),
         }
     }
 

@@ -100,7 +100,8 @@ pub fn build_request(
         let Some(v) = args.param(i) else { continue };
         let arg = names.get(&i).map(String::as_str).unwrap_or(&p.name);
         match p.location {
-            ParamLocation::Path => {}
+            // An MCP tool's arguments never become an HTTP request (see `invoke::mcp`).
+            ParamLocation::Path | ParamLocation::Argument => {}
             ParamLocation::Query => query.extend(query_pairs(p, v)),
             ParamLocation::Header => headers.push(header(
                 &p.name,

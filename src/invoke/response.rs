@@ -121,6 +121,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             structured: None,
             status: code,
             refusal: None,
+            content: Vec::new(),
         };
     }
     if !status.is_success() {
@@ -142,6 +143,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             structured: None,
             status: code,
             refusal: None,
+            content: Vec::new(),
         };
     }
     if body.bytes.is_empty() {
@@ -152,6 +154,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             structured: None,
             status: code,
             refusal: None,
+            content: Vec::new(),
         };
     }
     let Some(raw) = text_of(&body.bytes, &ct, body.truncated) else {
@@ -166,6 +169,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             structured: None,
             status: code,
             refusal: None,
+            content: Vec::new(),
         };
     };
     let raw = if body.truncated {
@@ -188,6 +192,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
             structured: None,
             status: code,
             refusal: None,
+            content: Vec::new(),
         };
     }
     let looks_json =
@@ -206,6 +211,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
                 structured: Some(structured),
                 status: code,
                 refusal: None,
+                content: Vec::new(),
             };
         }
     }
@@ -215,6 +221,7 @@ pub fn shape(head: &ResponseHead, body: CappedBody, ctx: &ResponseContext<'_>) -
         structured: None,
         status: code,
         refusal: None,
+        content: Vec::new(),
     }
 }
 

@@ -54,7 +54,7 @@ pub fn scalar_text(v: &Value) -> String {
 fn style_of(p: &Parameter) -> &str {
     p.style.as_deref().unwrap_or(match p.location {
         ParamLocation::Query | ParamLocation::Cookie => "form",
-        ParamLocation::Path | ParamLocation::Header => "simple",
+        ParamLocation::Path | ParamLocation::Header | ParamLocation::Argument => "simple",
     })
 }
 

@@ -54,17 +54,16 @@ pub fn hit(ep: &Endpoint, score: Option<f32>) -> Value {
             ""
         };
         return Value::String(format!(
-            "{}({}) {} {}: {}{generated}",
+            "{}({}) {}: {}{generated}",
             ep.tool_name,
             args.join(", "),
-            ep.method.as_str(),
-            ep.path,
+            ep.operation(),
             crate::text::clip_chars(&ep.one_line(), COMPACT_SUMMARY_CHARS),
         ));
     };
     let mut out = json!({
         "name": ep.tool_name,
-        "call": format!("{} {}", ep.method.as_str(), ep.path),
+        "call": ep.operation(),
         "summary": ep.one_line(),
     });
     if ep.one_line_generated() {
@@ -284,6 +283,7 @@ fn scheme_text(name: &str, s: &AuthScheme) -> String {
                 ParamLocation::Header => "header",
                 ParamLocation::Cookie => "cookie",
                 ParamLocation::Path => "path parameter",
+                ParamLocation::Argument => "argument",
             };
             format!("{name}: API key in {loc} '{key}'")
         }

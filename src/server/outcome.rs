@@ -14,7 +14,14 @@ use serde_json::{json, Value};
 /// `structuredContent` to be an object; the wrapping here only keeps that promise should
 /// the invoker ever hand over something else.
 pub fn to_result(o: CallOutcome) -> CallToolResult {
-    let content = vec![ContentBlock::text(o.text)];
+    let mut content = vec![ContentBlock::text(o.text)];
+    // An MCP server's images, audio and resources, as it sent them; one that does not read
+    // as a content block (a revision this build does not know) is left out.
+    content.extend(
+        o.content
+            .into_iter()
+            .filter_map(|b| serde_json::from_value::<ContentBlock>(b).ok()),
+    );
     let mut r = if o.is_error {
         CallToolResult::error(content)
     } else {
@@ -39,6 +46,7 @@ mod tests {
             structured: Some(json!({"id": 1})),
             status: Some(200),
             refusal: None,
+            content: Vec::new(),
         });
         assert_eq!(r.is_error, Some(false));
         assert_eq!(r.structured_content, Some(json!({"id": 1})));

@@ -8,7 +8,7 @@
 //! the server enforces cannot drift apart.
 
 use crate::catalog::Endpoint;
-use crate::invoke::annotations::{annotations, ToolAnnotations as Hints};
+use crate::invoke::annotations::ToolAnnotations as Hints;
 use crate::invoke::schema::input_schema;
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::Value;
@@ -28,7 +28,10 @@ pub fn endpoint_tool(ep: &Endpoint) -> Tool {
     };
     let tool = Tool::new(ep.tool_name.clone(), description(ep), Arc::new(schema))
         .with_title(title(ep))
-        .with_annotations(mcp_annotations(annotations(ep.method), title(ep)));
+        .with_annotations(mcp_annotations(
+            crate::invoke::annotations::of_endpoint(ep),
+            title(ep),
+        ));
     match generated_meta(ep) {
         Some(meta) => tool.with_meta(MetaObject(meta)),
         None => tool,
@@ -102,12 +105,7 @@ pub fn description(ep: &Endpoint) -> String {
     } else {
         ""
     };
-    format!(
-        "{text}\n{} {} ({}{generated})",
-        ep.method.as_str(),
-        ep.path,
-        ep.api_title
-    )
+    format!("{text}\n{} ({}{generated})", ep.operation(), ep.api_title)
 }
 
 /// The rmcp form of the method-derived hints.
@@ -162,6 +160,7 @@ mod tests {
             generated_summary: None,
             generated_questions: vec![],
             description_provenance: None,
+            mcp: None,
         }
     }
 

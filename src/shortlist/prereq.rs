@@ -247,7 +247,7 @@ impl Facts {
         for p in &e.parameters {
             let wanted = match p.location {
                 ParamLocation::Path => true,
-                ParamLocation::Query => p.required,
+                ParamLocation::Query | ParamLocation::Argument => p.required,
                 ParamLocation::Header | ParamLocation::Cookie => false,
             };
             if wanted && is_id_name(&p.name) && !is_enum(&p.schema) {

@@ -1,0 +1,202 @@
+//! An MCP server as a catalog source: how to reach it, and which of its tools to serve.
+//!
+//! An `[[api]]` entry holds either a `spec` or an `mcp` table. The entry's other settings
+//! (`id`, `visible_to`, `read_only`, `auth`, `headers`, `timeout_secs`) mean for a server's
+//! tools what they mean for an API's endpoints, so everything downstream of the catalog
+//! reads one kind of entry.
+//!
+//! A child is started only from what the operator wrote here, never from a request, and
+//! sees only the environment named here: [`DEFAULT_ENV`] plus `env` (names whose values
+//! are passed on from shortlist's own environment) and `set_env` (literal values, as a
+//! client's config file gives them). None of shortlist's own secrets reach it otherwise.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Variables every child sees when shortlist has them: what a program needs to find its
+/// interpreter and home folder, and nothing that carries a credential. The same list the
+/// MCP SDKs pass by default.
+pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The transports an MCP server can be reached over.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum McpTransport {
+    /// A child process speaking over its stdin and stdout (`command`).
+    #[default]
+    Stdio,
+    /// Streamable HTTP at `url` (2025-03-26 and later).
+    StreamableHttp,
+    /// The older HTTP+SSE transport (2024-11-05) at `url`.
+    Sse,
+}
+
+/// The `mcp` table of an `[[api]]` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct McpSource {
+    /// The program to start (stdio).
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The child's working folder (relative to the config file).
+    pub cwd: Option<PathBuf>,
+    /// Names of variables the child may see, taken from shortlist's environment.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Variables set for the child with these literal values.
+    #[serde(default)]
+    pub set_env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP or SSE).
+    pub url: Option<String>,
+    /// How to reach the server: `stdio` when `command` is given, else `streamable_http`.
+    pub transport: Option<McpTransport>,
+    /// Only these tools are served (exact names, or a prefix ending in `*`).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// These tools are never served (same forms as `include`).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Tools that count as read-only whatever their annotations say: with the entry's
+    /// `read_only`, these and the tools annotated `readOnlyHint` are the ones served.
+    #[serde(default)]
+    pub read_only_tools: Vec<String>,
+    /// Seconds to wait for the server to start and list its tools (default 30).
+    pub start_timeout_secs: Option<u64>,
+}
+
+/// How long a server may take to start and list its tools when the entry does not say.
+pub const DEFAULT_START_TIMEOUT_SECS: u64 = 30;
+
+impl McpSource {
+    /// The transport this entry uses.
+    pub fn transport(&self) -> McpTransport {
+        self.transport.unwrap_or(if self.command.is_some() {
+            McpTransport::Stdio
+        } else {
+            McpTransport::StreamableHttp
+        })
+    }
+
+    /// What is wrong with this entry, if anything: a transport without what it needs.
+    pub fn check(&self) -> Result<(), String> {
+        match (self.transport(), &self.command, &self.url) {
+            (McpTransport::Stdio, None, _) => Err("a stdio MCP server needs `command`".into()),
+            (McpTransport::Stdio, Some(_), Some(_)) => {
+                Err("give an MCP server either `command` or `url`, not both".into())
+            }
+            (McpTransport::StreamableHttp | McpTransport::Sse, _, None) => {
+                Err("an HTTP MCP server needs `url`".into())
+            }
+            (McpTransport::StreamableHttp | McpTransport::Sse, Some(_), Some(_)) => {
+                Err("give an MCP server either `command` or `url`, not both".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a tool of this server is served at all (`include`, `exclude`).
+    pub fn serves(&self, tool: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|p| name_matches(p, tool)))
+            && !self.exclude.iter().any(|p| name_matches(p, tool))
+    }
+
+    /// Whether the operator vouches for this tool being read-only.
+    pub fn vouched_read_only(&self, tool: &str) -> bool {
+        self.read_only_tools.iter().any(|p| name_matches(p, tool))
+    }
+
+    /// The child's whole environment: the allowed names that `lookup` knows, then the
+    /// literal values.
+    pub fn child_env(&self, lookup: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for name in DEFAULT_ENV
+            .iter()
+            .copied()
+            .chain(self.env.iter().map(String::as_str))
+        {
+            if let Some(v) = lookup(name) {
+                out.insert(name.to_string(), v);
+            }
+        }
+        for (k, v) in &self.set_env {
+            out.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    /// The command line as a person would type it, for messages.
+    pub fn describe(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(c), _) => std::iter::once(c.as_str())
+                .chain(self.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            (None, Some(u)) => super::without_credentials(u),
+            (None, None) => "(nothing to start)".into(),
+        }
+    }
+}
+
+/// `pattern` is a tool name, or a prefix followed by `*`.
+fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_take_names_and_prefixes() {
+        let s = McpSource {
+            command: Some("x".into()),
+            include: vec!["git_*".into(), "echo".into()],
+            exclude: vec!["git_reset".into()],
+            ..McpSource::default()
+        };
+        assert!(s.serves("git_log") && s.serves("echo"));
+        assert!(!s.serves("git_reset") && !s.serves("echoes"));
+    }
+
+    #[test]
+    fn a_child_sees_only_the_names_it_is_allowed() {
+        let s = McpSource {
+            command: Some("x".into()),
+            env: vec!["MEMORY_FILE_PATH".into()],
+            set_env: [("TZ".to_string(), "UTC".to_string())].into(),
+            ..McpSource::default()
+        };
+        let env = s.child_env(|k| match k {
+            "PATH" => Some("/bin".into()),
+            "MEMORY_FILE_PATH" => Some("/tmp/m.json".into()),
+            "SHORTLIST_STATE_KEY" | "AWS_SECRET_ACCESS_KEY" => Some("secret".into()),
+            _ => None,
+        });
+        assert_eq!(
+            env.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["MEMORY_FILE_PATH", "PATH", "TZ"]
+        );
+    }
+
+    #[test]
+    fn an_entry_needs_what_its_transport_needs() {
+        assert!(McpSource::default().check().is_err());
+        let both = McpSource {
+            command: Some("x".into()),
+            url: Some("http://h/mcp".into()),
+            ..McpSource::default()
+        };
+        assert!(both.check().is_err());
+        let http = McpSource {
+            url: Some("http://h/mcp".into()),
+            ..McpSource::default()
+        };
+        assert_eq!(http.transport(), McpTransport::StreamableHttp);
+        assert!(http.check().is_ok());
+    }
+}

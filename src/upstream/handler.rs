@@ -1,0 +1,76 @@
+//! The client side shortlist plays towards an upstream MCP server.
+//!
+//! It advertises no capability (no roots, no sampling, no elicitation): an upstream may
+//! ask its client for them, and shortlist never answers on a person's behalf. What it
+//! listens for is `notifications/tools/list_changed`, which makes the server's owner list
+//! it again.
+
+// Roots, sampling and logging are deprecated in the newest revision, but upstreams on older
+// ones still use them: declining and logging them is what this handler is for.
+#![allow(deprecated)]
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
+    CreateMessageResult, ErrorData, Implementation, ListRootsRequestMethod, ListRootsResult,
+    LoggingMessageNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, RoleClient};
+use std::sync::Arc;
+
+/// What the handler calls when the upstream says its tools changed.
+pub type OnListChanged = Arc<dyn Fn() + Send + Sync>;
+
+/// One connection's client handler.
+#[derive(Clone)]
+pub struct Handler {
+    server: Arc<str>,
+    on_list_changed: OnListChanged,
+}
+
+impl Handler {
+    pub fn new(server: &str, on_list_changed: OnListChanged) -> Handler {
+        Handler {
+            server: server.into(),
+            on_list_changed,
+        }
+    }
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("shortlist", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(server = %self.server, "the MCP server's tools changed");
+        (self.on_list_changed)();
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListRootsRequestMethod>())
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CreateMessageRequestMethod>())
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = crate::text::clip_chars(&params.data.to_string(), 2_000);
+        tracing::info!(server = %self.server, level = ?params.level, "{text}");
+    }
+}

@@ -1,0 +1,332 @@
+//! One upstream MCP server's life: connecting, listing, calling, and starting again.
+//!
+//! A server is connected on first need (the start-up listing, or a call) and then shared
+//! by every call. When its connection ends (the child exited, the HTTP server went away),
+//! the next call connects again, unless the last attempts failed: then it waits out a
+//! backoff that doubles from one second to a minute, answering meanwhile with why the
+//! server is not running. After [`CRASH_LOOP_AFTER`] failures in a row the server is in a
+//! crash loop, said in the health report; it is still tried once a minute.
+
+use super::handler::{Handler, OnListChanged};
+use crate::catalog::config::ApiConfig;
+use crate::catalog::mcp_config::{McpSource, McpTransport, DEFAULT_START_TIMEOUT_SECS};
+use crate::catalog::mcp_tools::{Listing, MAX_TOOLS};
+use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// Failures in a row after which a server is said to be in a crash loop.
+pub const CRASH_LOOP_AFTER: u32 = 5;
+/// The longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Pages of `tools/list` read at most (a server that pages forever is cut off).
+const MAX_PAGES: usize = 100;
+
+type Service = RunningService<RoleClient, Handler>;
+
+/// Where a server stands, for `/readyz`, the console and messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Not connected yet (connected on first need).
+    Idle,
+    Running,
+    /// The last attempt failed; the next is not before `retry_in`.
+    Down {
+        reason: String,
+        failures: u32,
+        retry_in: Duration,
+    },
+    /// [`CRASH_LOOP_AFTER`] or more failures in a row.
+    CrashLoop {
+        reason: String,
+        failures: u32,
+    },
+}
+
+enum State {
+    Idle,
+    Running(Service),
+    Down {
+        reason: String,
+        failures: u32,
+        next_try: Instant,
+    },
+}
+
+/// One MCP server of the catalog.
+pub struct Server {
+    pub id: String,
+    /// The entry's position in the config.
+    pub index: usize,
+    entry: ApiConfig,
+    state: Mutex<State>,
+    on_list_changed: OnListChanged,
+}
+
+impl Server {
+    pub fn new(id: &str, index: usize, entry: ApiConfig, on_list_changed: OnListChanged) -> Server {
+        Server {
+            id: id.to_string(),
+            index,
+            entry,
+            state: Mutex::new(State::Idle),
+            on_list_changed,
+        }
+    }
+
+    fn source(&self) -> &McpSource {
+        self.entry
+            .mcp
+            .as_ref()
+            .expect("a server is made only from an MCP entry")
+    }
+
+    fn start_timeout(&self) -> Duration {
+        Duration::from_secs(
+            self.source()
+                .start_timeout_secs
+                .unwrap_or(DEFAULT_START_TIMEOUT_SECS)
+                .max(1),
+        )
+    }
+
+    /// Where the server stands now.
+    pub async fn status(&self) -> Status {
+        match &*self.state.lock().await {
+            State::Idle => Status::Idle,
+            State::Running(s) if !s.is_transport_closed() => Status::Running,
+            State::Running(_) => Status::Down {
+                reason: "its connection ended".into(),
+                failures: 0,
+                retry_in: Duration::ZERO,
+            },
+            State::Down {
+                reason,
+                failures,
+                next_try,
+            } if *failures >= CRASH_LOOP_AFTER => {
+                let _ = next_try;
+                Status::CrashLoop {
+                    reason: reason.clone(),
+                    failures: *failures,
+                }
+            }
+            State::Down {
+                reason,
+                failures,
+                next_try,
+            } => Status::Down {
+                reason: reason.clone(),
+                failures: *failures,
+                retry_in: next_try.saturating_duration_since(Instant::now()),
+            },
+        }
+    }
+
+    /// Lists every tool (all pages, bounded), connecting first when needed.
+    pub async fn list(&self) -> Result<Listing, String> {
+        let peer = self.peer().await?;
+        let listed = tokio::time::timeout(self.start_timeout(), list_all(&peer)).await;
+        let tools = match listed {
+            Ok(r) => r?,
+            Err(_) => {
+                let reason = format!(
+                    "tools/list did not answer within {} s",
+                    self.start_timeout().as_secs()
+                );
+                self.fail(&reason).await;
+                return Err(reason);
+            }
+        };
+        let info = peer.peer_info();
+        let server_info = info.as_ref().and_then(|i| i.server_info.as_ref());
+        Ok(Listing {
+            title: server_info.map(|s| s.title.clone().unwrap_or_else(|| s.name.clone())),
+            version: server_info.map(|s| s.version.clone()).unwrap_or_default(),
+            tools,
+        })
+    }
+
+    /// Calls one tool; `Err` is a readable reason the call could not be made or answered.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, String> {
+        let peer = self.peer().await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                if peer.is_transport_closed() {
+                    self.fail(&format!("it stopped during the call ({e})"))
+                        .await;
+                    Err(format!(
+                        "MCP server '{}' stopped during the call: {e}",
+                        self.id
+                    ))
+                } else {
+                    Err(format!(
+                        "MCP server '{}' answered with an error: {e}",
+                        self.id
+                    ))
+                }
+            }
+            // Dropping the call's future sends `notifications/cancelled` upstream.
+            Err(_) => Err(format!(
+                "MCP server '{}' did not answer within {} s",
+                self.id,
+                timeout.as_secs()
+            )),
+        }
+    }
+
+    /// Stops the server (its whole process tree, for a child).
+    pub async fn stop(&self) {
+        let old = std::mem::replace(&mut *self.state.lock().await, State::Idle);
+        if let State::Running(mut s) = old {
+            let _ = s.close_with_timeout(Duration::from_secs(3)).await;
+        }
+    }
+
+    /// A live connection: the running one, else a new one (unless backing off).
+    async fn peer(&self) -> Result<rmcp::Peer<RoleClient>, String> {
+        let mut state = self.state.lock().await;
+        let failures = match &*state {
+            State::Running(s) if !s.is_transport_closed() => return Ok(s.peer().clone()),
+            State::Running(_) | State::Idle => 0,
+            State::Down {
+                reason,
+                failures,
+                next_try,
+            } => {
+                if Instant::now() < *next_try {
+                    return Err(self.not_running(reason, *failures));
+                }
+                *failures
+            }
+        };
+        if failures == 0 && matches!(&*state, State::Running(_)) {
+            tracing::warn!(server = %self.id, "the MCP server's connection ended; connecting again");
+        }
+        match tokio::time::timeout(self.start_timeout(), self.connect()).await {
+            Ok(Ok(service)) => {
+                let peer = service.peer().clone();
+                *state = State::Running(service);
+                if failures > 0 {
+                    tracing::info!(server = %self.id, "the MCP server is running again");
+                }
+                Ok(peer)
+            }
+            Ok(Err(reason)) => Err(self.record_failure(&mut state, failures, reason)),
+            Err(_) => {
+                let reason = format!(
+                    "it did not start within {} s",
+                    self.start_timeout().as_secs()
+                );
+                Err(self.record_failure(&mut state, failures, reason))
+            }
+        }
+    }
+
+    async fn fail(&self, reason: &str) {
+        let mut state = self.state.lock().await;
+        let failures = match &*state {
+            State::Down { failures, .. } => *failures,
+            _ => 0,
+        };
+        self.record_failure(&mut state, failures, reason.to_string());
+    }
+
+    fn record_failure(&self, state: &mut State, failures: u32, reason: String) -> String {
+        let failures = failures + 1;
+        let backoff = Duration::from_secs(1 << (failures - 1).min(6)).min(MAX_BACKOFF);
+        tracing::warn!(
+            server = %self.id,
+            failures,
+            retry_in_secs = backoff.as_secs(),
+            "MCP server not running: {reason}"
+        );
+        let message = self.not_running(&reason, failures);
+        *state = State::Down {
+            reason,
+            failures,
+            next_try: Instant::now() + backoff,
+        };
+        message
+    }
+
+    fn not_running(&self, reason: &str, failures: u32) -> String {
+        let tail = if failures >= CRASH_LOOP_AFTER {
+            format!(" (failed {failures} times in a row: crash loop)")
+        } else {
+            String::new()
+        };
+        format!("MCP server '{}' is not running: {reason}{tail}", self.id)
+    }
+
+    async fn connect(&self) -> Result<Service, String> {
+        let handler = Handler::new(&self.id, self.on_list_changed.clone());
+        let source = self.source();
+        match source.transport() {
+            McpTransport::Stdio => {
+                let child = super::child::spawn(&self.id, source)
+                    .map_err(|e| format!("cannot start `{}`: {e}", source.describe()))?;
+                handler
+                    .serve(child)
+                    .await
+                    .map_err(|e| format!("it did not initialize: {e}"))
+            }
+            McpTransport::StreamableHttp => {
+                let transport = super::http::transport(&self.entry, source)?;
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("it did not initialize: {e}"))
+            }
+            McpTransport::Sse => Err(
+                "the HTTP+SSE transport (2024-11-05) is not supported; use the server's \
+                 streamable HTTP endpoint"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// Every page of `tools/list`, as the server wrote each tool, within [`MAX_PAGES`] pages
+/// and a few tools more than the catalog keeps.
+async fn list_all(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        for t in page.tools {
+            if tools.len() > MAX_TOOLS {
+                return Ok(tools);
+            }
+            tools.push(serde_json::to_value(t).map_err(|e| e.to_string())?);
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
+    Ok(tools)
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("id", &self.id).finish()
+    }
+}
+
+/// Shared ownership, as the collection hands servers out.
+pub type Shared = Arc<Server>;
