@@ -277,6 +277,14 @@ impl Endpoint {
         format!("{} {}", self.api, self.key())
     }
 
+    /// `METHOD /path` for an endpoint of an HTTP API; `None` for an MCP server's tool, which
+    /// has no route (its method and path only stand in for read-only-ness and its name).
+    pub fn http_route(&self) -> Option<String> {
+        self.mcp
+            .is_none()
+            .then(|| format!("{} {}", self.method, self.path))
+    }
+
     /// How a call goes out, for people and models: `GET /movie/{id}`, or for an MCP
     /// server's tool `MCP tool get_current_time`.
     pub fn operation(&self) -> String {

@@ -174,7 +174,9 @@ pub fn build_in(ep: &Endpoint, variant: DocVariant, ctx: &Context) -> String {
     if let Some(s) = &ep.generated_summary {
         push(clean(s));
     }
-    push(format!("{} {}", ep.method, ep.path));
+    if let Some(route) = ep.http_route() {
+        push(route);
+    }
     let path = path_words(&ep.path);
     push(path.clone());
     if let Some(op) = &ep.operation_id {

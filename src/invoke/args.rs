@@ -4,8 +4,8 @@
 //! One flat namespace has to hold parameters from four locations plus the body, so names can
 //! clash (a path `id` and a query `id`). The rule is deterministic and visible in the schema:
 //!
-//! - Arguments are ordered path, query, header, cookie (declaration order within each), then
-//!   `body`. The first parameter to want a name gets it; a later one is renamed
+//! - Arguments are ordered path, query, header, cookie, MCP tool argument (declaration
+//!   order within each), then `body`. The first parameter to want a name gets it; a later one is renamed
 //!   `<location>_<name>` (`query_id`), and a numeric suffix settles anything still taken.
 //!   A path parameter therefore always keeps its own name.
 //! - The body is always the single argument `body` (never flattened): the model sees exactly
@@ -114,6 +114,7 @@ fn exposed_params(ep: &Endpoint) -> Vec<usize> {
         ParamLocation::Query,
         ParamLocation::Header,
         ParamLocation::Cookie,
+        ParamLocation::Argument,
     ] {
         for (i, p) in ep.parameters.iter().enumerate() {
             if p.location != loc || is_credential(ep, p) || is_reserved_header(p) {

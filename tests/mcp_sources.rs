@@ -1,0 +1,135 @@
+//! MCP servers as catalog sources: a person's own client config file naming real servers
+//! from the registries (mcp-server-time and mcp-server-git from PyPI; server-memory,
+//! server-filesystem and server-everything from npm, all installed pinned by
+//! `scripts/setup-test-tools.sh`), served by `shortlist serve FILE` and driven by the
+//! Python `mcp` SDK in both protocol eras.
+
+mod mcp_common;
+mod server_common;
+mod support;
+
+use mcp_common::*;
+use serde_json::json;
+use server_common::*;
+
+/// Plain requests find each server's tool, and calls reach the real servers: a file
+/// written by the filesystem server is on disk, an entity written to the memory server is
+/// read back, the git server shows the repository's commits, the time server the time.
+async fn real_servers_in(mode: &str) {
+    let fx = RealServers::new();
+    let dir = fx.dir.path();
+    let note = fx.files.join("note.txt");
+    let doc = python_client(
+        Target::Stdio(fx.serve_command(&[])),
+        mode,
+        json!([
+            {"op": "call", "tool": "find_tools", "args": {"query": "what is the current time in Tokyo"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "remember a fact about a person"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "list the files in a folder"}},
+            {"op": "call", "tool": "find_tools", "args": {"query": "show the recent commits of a git repository"}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "files__write_file", "arguments": {"path": note, "content": "written through shortlist"}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "memory__create_entities", "arguments": {"entities": [{"name": "Alice", "entityType": "person", "observations": ["works at Acme"]}]}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "memory__open_nodes", "arguments": {"names": ["Alice"]}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "git__git_log", "arguments": {"repo_path": fx.repo, "max_count": 3}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "everything__get-tiny-image", "arguments": {}}},
+            {"op": "call", "tool": "call_tool", "args": {"name": "time__get_current_time", "arguments": {"zone": "Asia/Tokyo"}}},
+        ]),
+    )
+    .await;
+    for (i, want) in [
+        (0, "time__get_current_time"),
+        (1, "memory__"),
+        (2, "files__list_directory"),
+        (3, "git__git_log"),
+    ] {
+        let found = hit_names(step(&doc, i));
+        assert!(
+            found.iter().any(|n| n.starts_with(want)),
+            "step {i}: {want} not among {found:?}"
+        );
+    }
+    let time = step(&doc, 4);
+    assert_eq!(time["isError"], false, "{time:#}");
+    assert!(text(time).contains("Asia/Tokyo"), "{time:#}");
+
+    let written = step(&doc, 5);
+    assert_eq!(written["isError"], false, "{written:#}");
+    assert_eq!(
+        std::fs::read_to_string(&note).expect("the filesystem server wrote the file"),
+        "written through shortlist"
+    );
+
+    assert_eq!(step(&doc, 6)["isError"], false, "{:#}", step(&doc, 6));
+    let read = text(step(&doc, 7));
+    assert!(read.contains("works at Acme"), "{read}");
+    let stored = std::fs::read_to_string(dir.join("memory.jsonl")).expect("memory file");
+    assert!(stored.contains("works at Acme"), "{stored}");
+
+    let log = text(step(&doc, 8));
+    assert!(
+        log.contains("second commit") && log.contains("first commit"),
+        "{log}"
+    );
+
+    let image = step(&doc, 9);
+    let kinds: Vec<&str> = image["content"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|b| b["type"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(kinds.contains(&"image"), "{image:#}");
+
+    // A wrong argument is named before anything reaches the server.
+    let wrong = step(&doc, 10);
+    assert_eq!(wrong["isError"], true, "{wrong:#}");
+    assert!(text(wrong).contains("zone"), "{wrong:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_servers_from_a_client_config_legacy_era() {
+    real_servers_in("legacy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_servers_from_a_client_config_modern_era() {
+    real_servers_in("auto").await;
+}
+
+/// `shortlist check FILE` reads the same file a client reads, lists each server's tools,
+/// and warns about what a careful person would want to know.
+#[test]
+fn check_lists_every_server_and_flags_unpinned_packages() {
+    let fx = RealServers::new();
+    let mut servers: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fx.config).unwrap()).unwrap();
+    // Never started: its working folder does not exist, so nothing is fetched either.
+    servers["mcpServers"]["unpinned"] = json!({
+        "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+        "cwd": "/nonexistent/folder"
+    });
+    servers["mcpServers"]["broken"] = json!({"command": "/nonexistent/mcp-server"});
+    let file = fx.dir.path().join("with-extra.json");
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let out = std::process::Command::new(shortlist_bin())
+        .args(["check"])
+        .arg(&file)
+        .output()
+        .expect("run shortlist check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stderr.contains("'unpinned'") && stderr.contains("without a pinned version"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mcp:broken") && stderr.contains("cannot start"),
+        "{stderr}"
+    );
+    // The five real servers still load: one broken server costs nothing else.
+    assert!(stdout.starts_with("5 API(s)"), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a skipped server is an error: {stdout}"
+    );
+}
