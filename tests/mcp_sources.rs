@@ -133,3 +133,45 @@ fn check_lists_every_server_and_flags_unpinned_packages() {
         "a skipped server is an error: {stdout}"
     );
 }
+
+/// A child sees the defaults (PATH, HOME, ...), the variables its entry names and the
+/// values its entry sets, and nothing else of shortlist's environment: not a state key, not
+/// a cloud credential. (`shortlist call` lists and calls the real server once.)
+#[test]
+fn a_child_sees_only_the_environment_its_entry_allows() {
+    let toml = format!(
+        "[[api]]\nid = \"everything\"\nmcp = {{ command = {:?}, args = [{:?}, \"stdio\"], \
+         env = [\"PASSED_BY_NAME\"], set_env = {{ SET_HERE = \"literal-value\" }} }}\n",
+        node22().display().to_string(),
+        npm_server("server-everything").display().to_string(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = std::process::Command::new(shortlist_bin())
+        .args(["call", "everything__get-env", "{}", "-c"])
+        .arg(&file)
+        .env("SHORTLIST_STATE_KEY", "state-key-never-passed")
+        .env("AWS_SECRET_ACCESS_KEY", "cloud-secret-never-passed")
+        .env("PASSED_BY_NAME", "named-value")
+        .output()
+        .expect("run shortlist call");
+    let env = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{env}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        env.contains("named-value") && env.contains("literal-value"),
+        "{env}"
+    );
+    assert!(env.contains("PATH"), "{env}");
+    for secret in [
+        "state-key-never-passed",
+        "cloud-secret-never-passed",
+        "SHORTLIST_STATE_KEY",
+    ] {
+        assert!(!env.contains(secret), "{secret} reached the child: {env}");
+    }
+}

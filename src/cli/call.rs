@@ -27,7 +27,15 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         Ok(_) => anyhow::bail!("ARGUMENTS must be a JSON object, e.g. '{{\"id\": 1}}'"),
         Err(e) => anyhow::bail!("ARGUMENTS is not valid JSON: {e}"),
     };
-    let catalog = args.catalog.load()?;
+    let cfg = args.catalog.config()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The MCP servers are started once: listed for the catalog, then called.
+    let upstreams = shortlist::upstream::Upstreams::new(&cfg);
+    let listings = runtime.block_on(upstreams.list_all());
+    let catalog = super::load_catalog_listed(&cfg, Some(&listings))?;
     let Some(ep) = catalog.endpoints.iter().find(|e| e.tool_name == args.name) else {
         let near = shortlist::invoke::near::closest(
             &args.name,
@@ -43,12 +51,15 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     };
     let invoker = Invoker::new()
         .context("cannot create the HTTP client")?
-        .with_upstream(&catalog.config.upstream.clone().unwrap_or_default())?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(invoker.call(ep, catalog.config.api(&ep.api), &arguments));
+        .with_upstream(&catalog.config.upstream.clone().unwrap_or_default())?
+        .with_upstreams(std::sync::Arc::clone(&upstreams));
+    let outcome = runtime.block_on(async {
+        let outcome = invoker
+            .call(ep, catalog.config.api(&ep.api), &arguments)
+            .await;
+        upstreams.stop().await;
+        outcome
+    });
     println!("{}", outcome.text);
     if outcome.is_error {
         eprintln!(
