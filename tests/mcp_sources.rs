@@ -175,3 +175,37 @@ fn a_child_sees_only_the_environment_its_entry_allows() {
         assert!(!env.contains(secret), "{secret} reached the child: {env}");
     }
 }
+
+/// `shortlist eval` takes a client config as its catalog and gold tools as `server tool`.
+#[test]
+fn eval_measures_a_catalog_of_mcp_servers() {
+    let fx = RealServers::new();
+    let queries = fx.dir.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        [
+            json!({"id": "q1", "query": "what time is it in Tokyo", "gold": ["time get_current_time"]}),
+            json!({"id": "q2", "query": "list the files in my folder", "gold": ["files list_directory"]}),
+            json!({"id": "q3", "query": "add an observation about Alice", "gold": ["memory add_observations"]}),
+        ]
+        .iter()
+        .map(|q| q.to_string() + "\n")
+        .collect::<String>(),
+    )
+    .unwrap();
+    let out = std::process::Command::new(shortlist_bin())
+        .arg("eval")
+        .arg(&fx.config)
+        .arg(&queries)
+        .env("SHORTLIST_DATA_DIR", fx.dir.path().join("index"))
+        .output()
+        .expect("run shortlist eval");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("(5 API(s), 50 endpoints)"), "{stdout}");
+    assert!(stdout.contains("all: 3 queries"), "{stdout}");
+}

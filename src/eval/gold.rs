@@ -108,6 +108,13 @@ pub fn resolve(
         .enumerate()
         .map(|(i, e)| ((e.api.as_str(), e.method, e.path.as_str()), i))
         .collect();
+    // An MCP server's tool is named `<server> <tool>` (or `<tool>` in a one-server catalog).
+    let by_name: HashMap<String, usize> = endpoints
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.mcp.is_some())
+        .map(|(i, e)| (e.qualified_key(), i))
+        .collect();
     let mut apis: Vec<&str> = endpoints.iter().map(|e| e.api.as_str()).collect();
     apis.sort_unstable();
     apis.dedup();
@@ -118,6 +125,15 @@ pub fn resolve(
     for q in queries {
         let mut gold = Vec::new();
         for g in &q.gold {
+            let tool = by_name.get(g.trim()).or_else(|| {
+                default_api.and_then(|api| by_name.get(&format!("{api} {}", g.trim())))
+            });
+            if let Some(&i) = tool {
+                if !gold.contains(&i) {
+                    gold.push(i);
+                }
+                continue;
+            }
             match parse_entry(g, default_api) {
                 Some((api, method, p)) => match by_key.get(&(api, method, p)) {
                     Some(&i) if !gold.contains(&i) => gold.push(i),

@@ -217,13 +217,43 @@ pub struct SettingReport {
 /// The first word of the progress message that says how many endpoints are being embedded.
 pub const EMBEDDING: &str = "embedding";
 
+/// The catalog of a setting: spec paths, and any client config file (`mcpServers`) among
+/// them, whose servers are started once and listed.
+fn load(paths: &[std::path::PathBuf]) -> Catalog {
+    use crate::catalog::client_file;
+    let (clients, specs): (Vec<_>, Vec<_>) = paths
+        .iter()
+        .cloned()
+        .partition(|p| client_file::is_client_file(p));
+    let mut cfg = crate::catalog::CatalogConfig::from_paths(&specs);
+    let mut problems = Vec::new();
+    for file in &clients {
+        match client_file::import(file, &|k| std::env::var(k).ok()) {
+            Ok(imported) => {
+                problems.extend(imported.errors);
+                cfg.apis.extend(imported.entries);
+            }
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+    }
+    let mut catalog = Catalog::load_listed(&cfg, &crate::upstream::list_once(&cfg));
+    for p in problems {
+        catalog.problems.push(crate::catalog::Problem::error(
+            std::path::Path::new("mcpServers"),
+            None,
+            p,
+        ));
+    }
+    catalog
+}
+
 pub fn run_setting(
     setting: &Setting,
     config: &EvalConfig,
     embedder: Embedder,
     mut progress: impl FnMut(&str),
 ) -> Result<(SettingReport, Embedder), EvalError> {
-    let catalog = Catalog::load_paths(&setting.specs);
+    let catalog = load(&setting.specs);
     let errors: Vec<String> = catalog.errors().map(ToString::to_string).collect();
     if !errors.is_empty() || catalog.endpoints.is_empty() {
         return Err(EvalError::Catalog(if errors.is_empty() {

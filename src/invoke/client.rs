@@ -154,6 +154,11 @@ impl Invoker {
         self
     }
 
+    /// The catalog's MCP servers, when it has any.
+    pub fn upstreams(&self) -> Option<&Arc<crate::upstream::Upstreams>> {
+        self.upstreams.as_ref()
+    }
+
     /// The broker that obtains OAuth tokens (the OAuth callback and disconnects use it).
     pub fn broker(&self) -> &Broker {
         &self.broker

@@ -4,7 +4,9 @@
 //!
 //! Probes come from the balancer or the kubelet, addressed by the pod's IP and without a
 //! token, so these two routes sit outside the `Host` check and the token checks. They tell
-//! nothing a caller could use: a status word and the catalog's generation number.
+//! nothing a caller could use: a status word, the catalog's generation number and, when the
+//! catalog has MCP servers, how many are running and how many are not (never which: a
+//! server's id can name an API some people may not see; the console names them).
 
 use super::state::ServerState;
 use axum::extract::State;
@@ -46,5 +48,13 @@ async fn ready(State(p): State<Probe>) -> Response {
         )
             .into_response();
     }
-    Json(json!({"status": "ready", "generation": served.generation()})).into_response()
+    let mut body = json!({"status": "ready", "generation": served.generation()});
+    if let Some(upstreams) = p.state.invoker().upstreams().filter(|u| !u.is_empty()) {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for (_, status) in upstreams.health().await {
+            *counts.entry(status.word()).or_default() += 1;
+        }
+        body["mcp_servers"] = json!(counts);
+    }
+    Json(body).into_response()
 }

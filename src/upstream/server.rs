@@ -33,6 +33,8 @@ type Service = RunningService<RoleClient, Handler>;
 pub enum Status {
     /// Not connected yet (connected on first need).
     Idle,
+    /// Connecting now.
+    Starting,
     Running,
     /// The last attempt failed; the next is not before `retry_in`.
     Down {
@@ -45,6 +47,19 @@ pub enum Status {
         reason: String,
         failures: u32,
     },
+}
+
+impl Status {
+    /// One word for counts and metrics: `idle`, `starting`, `running`, `down`, `crash_loop`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Starting => "starting",
+            Status::Running => "running",
+            Status::Down { .. } => "down",
+            Status::CrashLoop { .. } => "crash_loop",
+        }
+    }
 }
 
 enum State {
@@ -95,8 +110,12 @@ impl Server {
     }
 
     /// Where the server stands now.
+    /// Never waits on a connection being made: that is `Starting`.
     pub async fn status(&self) -> Status {
-        match &*self.state.lock().await {
+        let Ok(state) = self.state.try_lock() else {
+            return Status::Starting;
+        };
+        match &*state {
             State::Idle => Status::Idle,
             State::Running(s) if !s.is_transport_closed() => Status::Running,
             State::Running(_) => Status::Down {
