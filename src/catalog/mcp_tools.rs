@@ -97,10 +97,19 @@ pub fn definition_digest(tool: &Value) -> String {
     hex::encode(h.finalize())
 }
 
+/// Which of a server's tools an entry serves.
+#[derive(Debug, Clone, Copy)]
+pub struct Serving<'a> {
+    pub source: &'a McpSource,
+    /// The entry's `read_only`: only read-only tools are served (a tool the model cannot
+    /// call is not shown to it).
+    pub read_only: bool,
+}
+
 /// The API record and endpoints of one listed server.
 pub fn endpoints(
     id: &str,
-    source: &McpSource,
+    serving: Serving<'_>,
     listing: &Listing,
     config_index: usize,
     problems: &mut Vec<Problem>,
@@ -135,7 +144,7 @@ pub fn endpoints(
     let mut out = Vec::new();
     for (i, tool) in listing.tools.iter().take(MAX_TOOLS).enumerate() {
         let pointer = format!("/tools/{i}");
-        match endpoint(&api, source, tool, &file, &pointer, problems) {
+        match endpoint(&api, serving, tool, &file, &pointer, problems) {
             Ok(Some(ep)) => {
                 if seen.insert(ep.operation_id.clone()) {
                     out.push(ep);
@@ -160,7 +169,7 @@ pub fn endpoints(
 /// One tool as an endpoint; `None` when the entry's filters leave it out.
 fn endpoint(
     api: &Api,
-    source: &McpSource,
+    serving: Serving<'_>,
     tool: &Value,
     file: &Path,
     pointer: &str,
@@ -177,6 +186,7 @@ fn endpoint(
             crate::text::clip_chars(&name.escape_debug().to_string(), 80)
         ));
     }
+    let source = serving.source;
     if !source.serves(name) {
         return Ok(None);
     }
@@ -219,6 +229,9 @@ fn endpoint(
         .and_then(Value::as_bool)
         == Some(true)
         || source.vouched_read_only(name);
+    if serving.read_only && !read_only {
+        return Ok(None);
+    }
     let parameters = arguments(
         &input_schema,
         file,
@@ -360,6 +373,13 @@ mod tests {
         }
     }
 
+    fn serving(source: &McpSource) -> Serving<'_> {
+        Serving {
+            source,
+            read_only: false,
+        }
+    }
+
     fn source() -> McpSource {
         McpSource {
             command: Some("x".into()),
@@ -379,7 +399,13 @@ mod tests {
             "annotations": {"readOnlyHint": true}
         });
         let mut problems = Vec::new();
-        let (api, eps) = endpoints("time", &source(), &listing(vec![tool]), 0, &mut problems);
+        let (api, eps) = endpoints(
+            "time",
+            serving(&source()),
+            &listing(vec![tool]),
+            0,
+            &mut problems,
+        );
         assert_eq!(api.title, "Time");
         let ep = &eps[0];
         assert_eq!(
@@ -400,7 +426,13 @@ mod tests {
             "a": {"$ref": "../../../etc/passwd"}, "b": {"$ref": "file:///etc/passwd"}
         }}});
         let mut problems = Vec::new();
-        let (_, eps) = endpoints("s", &source(), &listing(vec![tool]), 0, &mut problems);
+        let (_, eps) = endpoints(
+            "s",
+            serving(&source()),
+            &listing(vec![tool]),
+            0,
+            &mut problems,
+        );
         for p in &eps[0].parameters {
             assert!(!p.schema.to_string().contains("root:"), "{}", p.schema);
             assert!(p.schema.get("$ref").is_none(), "{}", p.schema);
@@ -421,7 +453,7 @@ mod tests {
             json!({"name": "long"}),
         ];
         let mut problems = Vec::new();
-        let (_, eps) = endpoints("s", &source(), &listing(tools), 0, &mut problems);
+        let (_, eps) = endpoints("s", serving(&source()), &listing(tools), 0, &mut problems);
         assert_eq!(eps.len(), 2, "{problems:?}");
         let kept = eps[0].description.as_ref().unwrap().chars().count();
         assert!(kept <= MAX_DESCRIPTION + 1, "{kept}");
@@ -435,7 +467,7 @@ mod tests {
             .map(|i| json!({"name": format!("t{i}")}))
             .collect();
         let mut problems = Vec::new();
-        let (_, eps) = endpoints("s", &source(), &listing(tools), 0, &mut problems);
+        let (_, eps) = endpoints("s", serving(&source()), &listing(tools), 0, &mut problems);
         assert_eq!(eps.len(), MAX_TOOLS);
         assert!(problems[0].message.contains("only the first"));
     }

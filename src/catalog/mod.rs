@@ -313,7 +313,11 @@ fn add_mcp_servers(
         }
         match listings.get(&i) {
             Some(Ok(listing)) => {
-                let (api, mut eps) = mcp_tools::endpoints(id, source, listing, i, problems);
+                let serving = mcp_tools::Serving {
+                    source,
+                    read_only: entry.read_only,
+                };
+                let (api, mut eps) = mcp_tools::endpoints(id, serving, listing, i, problems);
                 apis.push(api);
                 endpoints.append(&mut eps);
             }
