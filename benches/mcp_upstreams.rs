@@ -103,7 +103,7 @@ fn main() {
 
     // Call overhead: directly, and through shortlist.
     let echo = json!({"name": "echo", "arguments": {"message": "hello"}});
-    let mut direct = Stdio1::start(&mut Command::new(&node).arg(&everything).arg("stdio"));
+    let mut direct = Stdio1::start(Command::new(&node).arg(&everything).arg("stdio"));
     let direct_ms = timed(&mut direct, "tools/call", &echo, CALLS);
     drop(direct);
     let one = dir.path().join("one0.json");
