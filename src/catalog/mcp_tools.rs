@@ -134,10 +134,7 @@ pub fn endpoints(
         problems.push(Problem::warning(
             &file,
             None,
-            format!(
-                "lists {} tools; only the first {MAX_TOOLS} are served",
-                listing.tools.len()
-            ),
+            format!("lists more than {MAX_TOOLS} tools; only the first {MAX_TOOLS} are served"),
         ));
     }
     let mut seen = std::collections::HashSet::new();
@@ -209,7 +206,7 @@ fn endpoint(
                 file,
                 Some(format!("{pointer}/description")),
                 format!(
-                    "tool '{name}': description of {} bytes cut to {MAX_DESCRIPTION}",
+                    "tool '{name}': description of {} bytes cut to {MAX_DESCRIPTION} characters",
                     d.len()
                 ),
             ));

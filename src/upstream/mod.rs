@@ -104,25 +104,29 @@ impl Upstreams {
         listed
     }
 
-    /// Lists again the servers that said their tools changed; `true` when any was.
+    /// Lists again the servers that said their tools changed; `true` when what any of them
+    /// lists now differs from before (a server announcing changes that did not happen
+    /// costs one listing, and no rebuild).
     pub async fn relist_changed(&self) -> bool {
         let ids: Vec<String> = match self.stale.lock() {
             Ok(mut s) => std::mem::take(&mut *s).into_iter().collect(),
             Err(_) => return false,
         };
+        let mut changed = false;
         for id in &ids {
             let Some(s) = self.servers.get(id) else {
                 continue;
             };
             let listed = s.list().await;
             if let Ok(mut l) = self.listings.lock() {
+                changed |= l.get(&s.index) != Some(&listed);
                 l.insert(s.index, listed);
             }
         }
-        if !ids.is_empty() {
+        if changed {
             self.changes.fetch_add(1, Ordering::SeqCst);
         }
-        !ids.is_empty()
+        changed
     }
 
     /// The latest listing of every server.
