@@ -38,9 +38,7 @@ fn catalog_of(servers: &[(&str, &str)]) -> (tempfile::TempDir, CatalogConfig) {
 
 async fn call(u: &Upstreams, server: &str, tool: &str, args: Value) -> Result<String, String> {
     let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
-    let r = u
-        .call(server, tool, args, Duration::from_secs(10))
-        .await?;
+    let r = u.call(server, tool, args, Duration::from_secs(10)).await?;
     let text = serde_json::to_value(&r.content).unwrap();
     Ok(text
         .as_array()
@@ -98,9 +96,19 @@ async fn ten_thousand_tools_are_cut_to_the_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_megabyte_description_is_cut() {
     let (c, u) = beside_a_good_one("long_description", Duration::from_secs(30)).await;
-    let huge = c.endpoint("bad__huge").expect("the tool is served, its text cut");
-    let kept = huge.description.as_deref().unwrap_or_default().chars().count();
-    assert!(kept <= shortlist::catalog::mcp_tools::MAX_DESCRIPTION + 1, "{kept}");
+    let huge = c
+        .endpoint("bad__huge")
+        .expect("the tool is served, its text cut");
+    let kept = huge
+        .description
+        .as_deref()
+        .unwrap_or_default()
+        .chars()
+        .count();
+    assert!(
+        kept <= shortlist::catalog::mcp_tools::MAX_DESCRIPTION + 1,
+        "{kept}"
+    );
     assert!(problems(&c).contains("cut to"), "{}", problems(&c));
     u.stop().await;
 }
@@ -112,7 +120,11 @@ async fn a_schema_nested_a_thousand_deep_is_refused_or_bounded() {
     // tool's schema is kept within the inliner's bounds.
     match c.endpoint("bad__deep") {
         Some(ep) => {
-            let size: usize = ep.parameters.iter().map(|p| p.schema.to_string().len()).sum();
+            let size: usize = ep
+                .parameters
+                .iter()
+                .map(|p| p.schema.to_string().len())
+                .sum();
             assert!(size < 100_000, "{size}");
         }
         None => assert!(problems(&c).contains("mcp:bad"), "{}", problems(&c)),
@@ -151,12 +163,18 @@ async fn a_hundred_megabyte_result_is_bounded() {
     u.list_all().await;
     let started = Instant::now();
     let r = call(&u, "bad", "big", json!({"megabytes": 100})).await;
-    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     // The transport drops a line past its 16 MB bound: the call fails readably.
     let e = r.expect_err("a 100 MB line is not read");
     assert!(e.contains("MCP server 'bad'"), "{e}");
     // One megabyte passes, cut to the answer bound by the invoker (see invoke::mcp).
-    let one = call(&u, "bad", "big", json!({"megabytes": 1})).await.unwrap();
+    let one = call(&u, "bad", "big", json!({"megabytes": 1}))
+        .await
+        .unwrap();
     assert_eq!(one.len(), 1 << 20);
     u.stop().await;
 }
@@ -170,7 +188,9 @@ async fn a_child_that_dies_is_started_again() {
     u.list_all().await;
     let pid = |s: String| s.trim_start_matches("pid=").parse::<i32>().unwrap();
     let first = pid(call(&u, "own", "whoami", json!({})).await.unwrap());
-    let died = call(&u, "own", "die", json!({})).await.expect_err("no answer");
+    let died = call(&u, "own", "die", json!({}))
+        .await
+        .expect_err("no answer");
     assert!(died.contains("stopped during the call"), "{died}");
     // The next call is refused during the first backoff second, then starts it again.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
@@ -240,7 +260,11 @@ async fn list_changed_is_followed_and_no_child_outlives_the_server() {
     assert_eq!(text(step(&doc, 1)), "added mars_weather", "{doc:#}");
     assert_eq!(step(&doc, 2)["changed"], true, "{doc:#}");
     let found = hit_names(step(&doc, 3));
-    assert_eq!(found.first().map(String::as_str), Some("own__mars_weather"), "{found:?}");
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("own__mars_weather"),
+        "{found:?}"
+    );
     assert_eq!(text(step(&doc, 4)), "called mars_weather", "{doc:#}");
     // The client closed the server's stdin; the server stopped its children.
     let gone = Instant::now();

@@ -209,3 +209,67 @@ fn eval_measures_a_catalog_of_mcp_servers() {
     assert!(stdout.contains("(5 API(s), 50 endpoints)"), "{stdout}");
     assert!(stdout.contains("all: 3 queries"), "{stdout}");
 }
+
+/// `shortlist install CLIENT --take-over`: a preview that writes nothing, then the client's
+/// servers moved behind shortlist (a real client then reaches the real time server through
+/// the entry written), then undone to the byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_servers_move_behind_shortlist_and_back() {
+    let fx = RealServers::new();
+    let file = fx.dir.path().join("client.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fx.config).unwrap()).unwrap();
+    doc["globalShortcut"] = json!("Ctrl+Space");
+    let original = serde_json::to_string_pretty(&doc).unwrap();
+    std::fs::write(&file, &original).unwrap();
+    let install = |extra: &[&str]| {
+        std::process::Command::new(shortlist_bin())
+            .args(["install", "claude-desktop", "--file"])
+            .arg(&file)
+            .args(["--data-dir"])
+            .arg(fx.dir.path().join("index"))
+            .args(extra)
+            .output()
+            .expect("run shortlist install")
+    };
+    let preview = install(&["--take-over"]);
+    let said = String::from_utf8_lossy(&preview.stdout);
+    assert!(preview.status.success(), "{said}");
+    assert!(
+        said.contains("5 server(s)") && said.contains("nothing was written"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+
+    let applied = install(&["--take-over", "--apply"]);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let now: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(now["globalShortcut"], "Ctrl+Space");
+    let servers = now["mcpServers"].as_object().unwrap();
+    assert_eq!(servers.keys().collect::<Vec<_>>(), ["shortlist"]);
+    // The client starts shortlist as the file now says, and reaches the time server.
+    let doc = python_client(
+        Target::ConfigEntry {
+            file: &file,
+            name: "shortlist",
+            expand: "none",
+        },
+        "legacy",
+        json!([{"op": "call", "tool": "call_tool", "args": {"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}}]),
+    )
+    .await;
+    assert!(text(step(&doc, 0)).contains("UTC"), "{doc:#}");
+
+    let undone = install(&["--undo"]);
+    assert!(
+        undone.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undone.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+}

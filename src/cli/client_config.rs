@@ -137,7 +137,7 @@ pub fn add_to_file(path: &Path, name: &str, entry: &Value) -> anyhow::Result<Add
 
 /// Writes `bytes` to a temporary file beside `file`, flushes it to disk and renames it over
 /// `file`, keeping `file`'s permissions when it exists.
-fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_atomically(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

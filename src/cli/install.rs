@@ -41,6 +41,17 @@ pub struct InstallArgs {
     /// folder, `user` writes ~/.cursor/mcp.json (default).
     #[arg(long, value_enum)]
     pub scope: Option<Scope>,
+    /// Move every server the client starts behind shortlist: its file then starts only
+    /// `shortlist serve` on them. Says what it would do; `--apply` does it (the old file
+    /// is kept as `<file>.shortlist-backup`).
+    #[arg(long, conflicts_with_all = ["print", "undo"])]
+    pub take_over: bool,
+    /// With `--take-over`: write it.
+    #[arg(long, requires = "take_over")]
+    pub apply: bool,
+    /// Undo a take-over: put the backup back.
+    #[arg(long, conflicts_with = "print")]
+    pub undo: bool,
     /// Extra `shortlist serve` arguments, after `--` (e.g. `-- --expose meta`).
     #[arg(last = true, value_name = "SERVE ARGS")]
     pub serve_args: Vec<String>,
@@ -53,11 +64,14 @@ pub enum Scope {
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    if args.undo || args.take_over {
+        return take_over(&args);
+    }
     let cfg = args.catalog.config()?;
     let command = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .context("cannot find this program's own path")?;
-    let serve = serve_args(&args, &cfg)?;
+    let serve = serve_args(&args, &args.catalog, &cfg)?;
     let env_names = credential_variables(&cfg);
     let entry = client_config::entry(args.client, &command, &serve, &env_names);
     if args.print {
@@ -99,8 +113,92 @@ pub fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `serve` and its arguments, every path absolute.
-fn serve_args(args: &InstallArgs, cfg: &CatalogConfig) -> anyhow::Result<Vec<String>> {
+/// `--take-over` (a preview, or with `--apply` the change) and `--undo`.
+fn take_over(args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    use super::take_over::{apply, plan, undo, Places};
+    let file = match &args.file {
+        Some(f) => f.clone(),
+        None => config_file(args.client, args.scope)?,
+    };
+    if args.undo {
+        undo(&file)?;
+        eprintln!("restored {} from its backup", file.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let plan = plan(&file, &args.name)?;
+    if plan.moved.is_empty() {
+        anyhow::bail!(
+            "{} starts no server but '{}': nothing to take over",
+            file.display(),
+            args.name
+        );
+    }
+    let places = Places::of(&file);
+    // What a careful person would want to know of the servers, said before anything moves.
+    let preview = tempfile::Builder::new().suffix(".json").tempfile()?;
+    std::fs::write(
+        preview.path(),
+        serde_json::json!({ "mcpServers": plan.moved }).to_string(),
+    )?;
+    let imported =
+        shortlist::catalog::client_file::import(preview.path(), &|k| std::env::var(k).ok())?;
+    let names: Vec<&String> = plan.moved.keys().collect();
+    println!(
+        "{} server(s) of {} move behind shortlist: {}",
+        names.len(),
+        file.display(),
+        names
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for line in imported.warnings.iter().chain(&imported.errors) {
+        println!(
+            "  {}",
+            line.replacen(&format!("{}: ", preview.path().display()), "", 1)
+        );
+    }
+    println!(
+        "they go to {}; {} then starts only '{}' (shortlist serve on that file); the file as it          is now is kept as {}",
+        places.servers.display(),
+        args.client.label(),
+        args.name,
+        places.backup.display()
+    );
+    if !args.apply {
+        println!("nothing was written: run again with --apply (and --undo to go back)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let catalog = super::CatalogArgs {
+        config: None,
+        paths: vec![places.servers.clone()],
+        data_dir: args.catalog.data_dir.clone(),
+    };
+    let command = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("cannot find this program's own path")?;
+    // The servers file does not exist yet: its path is made absolute by hand.
+    let serve = serve_args(args, &catalog, &CatalogConfig::default())?;
+    let entry = client_config::entry(args.client, &command, &serve, &[]);
+    apply(&file, plan, &args.name, &entry)?;
+    eprintln!(
+        "done: {} now starts '{}'; `shortlist install {} --undo` puts the old file back",
+        file.display(),
+        args.name,
+        clap::ValueEnum::to_possible_value(&args.client)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `serve` and its arguments for `catalog`, every path absolute.
+fn serve_args(
+    args: &InstallArgs,
+    catalog: &super::CatalogArgs,
+    cfg: &CatalogConfig,
+) -> anyhow::Result<Vec<String>> {
     let abs = |p: &Path| -> anyhow::Result<String> {
         let a = std::fs::canonicalize(p)
             .or_else(|_| std::path::absolute(p))
@@ -108,13 +206,13 @@ fn serve_args(args: &InstallArgs, cfg: &CatalogConfig) -> anyhow::Result<Vec<Str
         Ok(a.display().to_string())
     };
     let mut v = vec!["serve".to_string()];
-    if let Some(c) = &args.catalog.config {
+    if let Some(c) = &catalog.config {
         v.extend(["--config".to_string(), abs(c)?]);
     }
-    for p in &args.catalog.paths {
+    for p in &catalog.paths {
         v.push(abs(p)?);
     }
-    if let Some(d) = &args.catalog.data_dir {
+    if let Some(d) = &catalog.data_dir {
         v.extend(["--data-dir".to_string(), abs(d)?]);
     }
     // The model as this command finds it; what the client would not find alone is pinned.

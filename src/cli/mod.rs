@@ -15,6 +15,7 @@ pub mod model;
 pub mod prepare;
 pub mod search;
 pub mod serve;
+pub mod take_over;
 
 use clap::Args;
 use shortlist::catalog::client_file;
