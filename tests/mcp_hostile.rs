@@ -278,3 +278,29 @@ async fn list_changed_is_followed_and_no_child_outlives_the_server() {
         "the child {pid} outlived the server"
     );
 }
+
+/// An upstream that asks its client for sampling, roots or an elicitation is declined each
+/// time: shortlist answers none of them on a person's behalf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_to_the_client_are_declined() {
+    let (_dir, cfg) = catalog_of(&[("own", "normal")]);
+    let u = Upstreams::new(&cfg);
+    u.list_all().await;
+    let said = call(&u, "own", "ask_client", json!({})).await.unwrap();
+    u.stop().await;
+    let line = |kind: &str| {
+        said.lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_else(|| panic!("{kind}: {said}"))
+            .to_string()
+    };
+    assert!(line("sampling:").starts_with("sampling: error"), "{said}");
+    assert!(line("roots:").starts_with("roots: error"), "{said}");
+    // Declining is the answer MCP gives for an elicitation nobody will see.
+    let e = line("elicitation:");
+    assert!(
+        e.starts_with("elicitation: error") || e.contains("\"action\":\"decline\""),
+        "{said}"
+    );
+    assert!(!said.contains("\"action\":\"accept\""), "{said}");
+}
