@@ -329,7 +329,11 @@ fn add_mcp_servers(
             None => problems.push(Problem::error(
                 &file,
                 None,
-                format!("MCP server `{}` was not started", source.describe()),
+                format!(
+                    "MCP server `{}` was not started: servers are started when shortlist \
+                     starts, so one added or changed since needs a restart",
+                    source.describe()
+                ),
             )),
         }
     }
