@@ -48,9 +48,19 @@ pub struct Listing {
     pub tools: Vec<Value>,
 }
 
-/// Each MCP entry's listing, by the entry's position in the config; an entry missing here
-/// was not listed, and an `Err` says why it could not be.
-pub type Listings = BTreeMap<usize, Result<Listing, String>>;
+/// Each MCP server's listing, by [`listing_key`]; a server missing here was not listed, and
+/// an `Err` says why it could not be.
+pub type Listings = BTreeMap<String, Result<Listing, String>>;
+
+/// What a listing is filed under: the server's id and everything about how it was started.
+/// An entry finds only the listing of the server it describes: after a config edit that
+/// moves or changes entries, a listing never lends its tools to another entry (and its
+/// `visible_to`).
+pub fn listing_key(id: &str, source: &McpSource) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("{source:?}").as_bytes());
+    format!("{id}\t{}", hex::encode(h.finalize()))
+}
 
 /// What a call to an MCP tool needs, carried by its endpoint.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -467,6 +477,27 @@ mod tests {
         let (_, eps) = endpoints("s", serving(&source()), &listing(tools), 0, &mut problems);
         assert_eq!(eps.len(), MAX_TOOLS);
         assert!(problems[0].message.contains("only the first"));
+    }
+
+    #[test]
+    fn a_listing_serves_only_the_entry_that_started_its_server() {
+        use crate::catalog::{Catalog, CatalogConfig};
+        let cfg: CatalogConfig = toml::from_str(
+            "[[api]]\nid = \"b\"\nvisible_to = { groups = [\"eng\"] }\nmcp = { command = \"x\" }\n\
+             [[api]]\nid = \"a\"\nmcp = { command = \"y\" }\n",
+        )
+        .unwrap();
+        let started_as = |i: usize| cfg.apis[i].mcp.clone().unwrap();
+        let tools = listing(vec![json!({"name": "t"})]);
+        // `a` was listed when it was started with `x` (before an edit swapped the commands).
+        let mut listings = Listings::new();
+        listings.insert(listing_key("a", &started_as(0)), Ok(tools.clone()));
+        let c = Catalog::load_listed(&cfg, &listings);
+        assert!(c.endpoints.is_empty(), "{:?}", c.endpoints);
+        listings.insert(listing_key("a", &started_as(1)), Ok(tools));
+        let c = Catalog::load_listed(&cfg, &listings);
+        assert_eq!(c.endpoints.len(), 1);
+        assert_eq!(c.endpoints[0].api, "a");
     }
 
     #[test]

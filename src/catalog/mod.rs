@@ -311,7 +311,7 @@ fn add_mcp_servers(
             ));
             continue;
         }
-        match listings.get(&i) {
+        match listings.get(&mcp_tools::listing_key(id, source)) {
             Some(Ok(listing)) => {
                 let serving = mcp_tools::Serving {
                     source,

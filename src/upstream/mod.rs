@@ -18,7 +18,7 @@ pub mod handler;
 pub mod http;
 pub mod server;
 
-use crate::catalog::mcp_tools::{Listing, Listings};
+use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
 use serde_json::{Map, Value};
 pub use server::{Server, Status};
@@ -45,8 +45,7 @@ impl Upstreams {
         let servers = config
             .apis
             .iter()
-            .enumerate()
-            .filter_map(|(i, entry)| {
+            .filter_map(|entry| {
                 let id = entry.id.clone()?;
                 entry.mcp.as_ref()?;
                 let marks = stale.clone();
@@ -58,7 +57,7 @@ impl Upstreams {
                 });
                 Some((
                     id.clone(),
-                    Arc::new(Server::new(&id, i, entry.clone(), on_changed)),
+                    Arc::new(Server::new(&id, entry.clone(), on_changed)),
                 ))
             })
             .collect();
@@ -95,7 +94,7 @@ impl Upstreams {
                 ),
                 Err(e) => tracing::warn!(server = %s.id, "MCP server not listed: {e}"),
             }
-            (s.index, listed)
+            (s.key(), listed)
         });
         let listed: Listings = futures::future::join_all(tasks).await.into_iter().collect();
         if let Ok(mut l) = self.listings.lock() {
@@ -119,8 +118,8 @@ impl Upstreams {
             };
             let listed = s.list().await;
             if let Ok(mut l) = self.listings.lock() {
-                changed |= l.get(&s.index) != Some(&listed);
-                l.insert(s.index, listed);
+                changed |= l.get(&s.key()) != Some(&listed);
+                l.insert(s.key(), listed);
             }
         }
         if changed {
@@ -138,11 +137,6 @@ impl Upstreams {
     /// the server's reload compares.
     pub fn changes(&self) -> u64 {
         self.changes.load(Ordering::SeqCst)
-    }
-
-    /// One listing as the catalog should see it.
-    pub fn listing(&self, index: usize) -> Option<Result<Listing, String>> {
-        self.listings.lock().ok()?.get(&index).cloned()
     }
 
     /// Calls `tool` on server `id`.
@@ -196,7 +190,7 @@ pub fn list_once(config: &CatalogConfig) -> Listings {
                     return upstreams
                         .servers
                         .values()
-                        .map(|s| (s.index, Err(reason.clone())))
+                        .map(|s| (s.key(), Err(reason.clone())))
                         .collect();
                 }
             };

@@ -10,7 +10,7 @@
 use super::handler::{Handler, OnListChanged};
 use crate::catalog::config::ApiConfig;
 use crate::catalog::mcp_config::{McpSource, McpTransport, DEFAULT_START_TIMEOUT_SECS};
-use crate::catalog::mcp_tools::{Listing, MAX_TOOLS};
+use crate::catalog::mcp_tools::{listing_key, Listing, MAX_TOOLS};
 use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
@@ -75,22 +75,24 @@ enum State {
 /// One MCP server of the catalog.
 pub struct Server {
     pub id: String,
-    /// The entry's position in the config.
-    pub index: usize,
     entry: ApiConfig,
     state: Mutex<State>,
     on_list_changed: OnListChanged,
 }
 
 impl Server {
-    pub fn new(id: &str, index: usize, entry: ApiConfig, on_list_changed: OnListChanged) -> Server {
+    pub fn new(id: &str, entry: ApiConfig, on_list_changed: OnListChanged) -> Server {
         Server {
             id: id.to_string(),
-            index,
             entry,
             state: Mutex::new(State::Idle),
             on_list_changed,
         }
+    }
+
+    /// What this server's listings are filed under ([`listing_key`]).
+    pub fn key(&self) -> String {
+        listing_key(&self.id, self.source())
     }
 
     fn source(&self) -> &McpSource {
