@@ -258,7 +258,7 @@ pub struct Endpoint {
     pub description_provenance: Option<Provenance>,
     /// Set for a tool of an MCP server: what a call needs (its server, its own name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mcp: Option<super::mcp_tools::McpTool>,
+    pub mcp: Option<super::mcp_tool::McpTool>,
 }
 
 impl Endpoint {

@@ -19,10 +19,10 @@
 
 use super::endpoint::{Api, Endpoint, Method, ParamLocation, Parameter};
 use super::mcp_config::McpSource;
+pub use super::mcp_tool::McpTool;
 use super::operation::PARAM_BUDGET;
 use super::problem::Problem;
 use super::resolve::Resolver;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -60,24 +60,6 @@ pub fn listing_key(id: &str, source: &McpSource) -> String {
     let mut h = Sha256::new();
     h.update(format!("{source:?}").as_bytes());
     format!("{id}\t{}", hex::encode(h.finalize()))
-}
-
-/// What a call to an MCP tool needs, carried by its endpoint.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct McpTool {
-    /// The catalog entry's id (the endpoint's `api`).
-    pub server: String,
-    /// The tool's name on its server.
-    pub name: String,
-    /// `inputSchema`, as the server wrote it.
-    pub input_schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// `annotations`, as the server wrote them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
-    /// [`definition_digest`] of the tool as listed.
-    pub digest: String,
 }
 
 /// The file-like name problems of a server are reported under (`mcp:<id>`).

@@ -14,6 +14,7 @@ pub mod enriched;
 pub mod family;
 pub mod fingerprint;
 pub mod mcp_config;
+pub mod mcp_tool;
 pub mod mcp_tools;
 pub mod naming;
 pub mod normalize;
@@ -25,6 +26,7 @@ pub mod responses;
 pub mod security;
 pub mod source;
 pub mod swagger2;
+pub mod upstream_config;
 pub mod weak;
 pub mod yaml;
 
