@@ -23,10 +23,13 @@
 //! cost, not an SDK's.
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
+
+#[path = "support/stdio_client.rs"]
+mod stdio_client;
 use std::time::{Duration, Instant};
+use stdio_client::StdioClient;
 
 const ROUNDS: usize = 3;
 const K: usize = 5;
@@ -252,72 +255,18 @@ fn time_rounds(queries: &[String], mut f: impl FnMut(&str)) -> Vec<Duration> {
 }
 
 /// One `shortlist serve` over stdio with a newline-delimited JSON-RPC client.
-struct Stdio1 {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
+/// `shortlist serve BASE EXTRA` over stdio.
+struct Stdio1;
 
 impl Stdio1 {
-    fn start(base: &[String], extra: &[&str]) -> Stdio1 {
-        let mut child = Command::new(shortlist_bin())
-            .arg("serve")
-            .args(base)
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn shortlist serve");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Stdio1 {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        c.notify("notifications/initialized");
-        c
-    }
-
-    fn notify(&mut self, method: &str) {
-        let m = json!({"jsonrpc": "2.0", "method": method});
-        writeln!(self.stdin, "{m}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Sends a request and returns its result, skipping notifications.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{m}").expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "the server closed stdout");
-            let v: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if v["id"] == id {
-                assert!(v.get("error").is_none(), "{method}: {v}");
-                return v["result"].clone();
-            }
-        }
-    }
-}
-
-impl Drop for Stdio1 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn start(base: &[String], extra: &[&str]) -> StdioClient {
+        StdioClient::start(
+            Command::new(shortlist_bin())
+                .arg("serve")
+                .args(base)
+                .args(extra)
+                .stderr(Stdio::inherit()),
+        )
     }
 }
 

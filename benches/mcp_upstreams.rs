@@ -19,10 +19,13 @@
 //! records a run.
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
+
+#[path = "support/stdio_client.rs"]
+mod stdio_client;
 use std::time::{Duration, Instant};
+use stdio_client::StdioClient as Stdio1;
 
 const SERVERS: usize = 20;
 const CALLS: usize = 300;
@@ -103,7 +106,12 @@ fn main() {
 
     // Call overhead: directly, and through shortlist.
     let echo = json!({"name": "echo", "arguments": {"message": "hello"}});
-    let mut direct = Stdio1::start(Command::new(&node).arg(&everything).arg("stdio"));
+    let mut direct = Stdio1::start(
+        Command::new(&node)
+            .arg(&everything)
+            .arg("stdio")
+            .stderr(Stdio::null()),
+    );
     let direct_ms = timed(&mut direct, "tools/call", &echo, CALLS);
     drop(direct);
     let one = dir.path().join("one0.json");
@@ -118,7 +126,7 @@ fn main() {
         .arg(&one)
         .arg("--data-dir")
         .arg(dir.path().join("index-one"));
-    let mut proxied = Stdio1::start(&mut serve);
+    let mut proxied = Stdio1::start(serve.stderr(Stdio::null()));
     let via = json!({"name": "call_tool", "arguments": {"name": "e__echo", "arguments": {"message": "hello"}}});
     let proxied_ms = timed(&mut proxied, "tools/call", &via, CALLS);
     drop(proxied);
@@ -173,7 +181,7 @@ fn main() {
             .args(&args)
             .arg("--data-dir")
             .arg(dir.path().join(format!("index-{}", rows.len())));
-        let mut c = Stdio1::start(&mut cmd);
+        let mut c = Stdio1::start(cmd.stderr(Stdio::null()));
         let listed = c.request("tools/call", json!({"name": "find_tools", "arguments": {}}));
         let mut ms = Vec::new();
         for _ in 0..3 {
@@ -247,68 +255,4 @@ fn timed(c: &mut Stdio1, method: &str, params: &Value, n: usize) -> Vec<f64> {
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect()
-}
-
-/// A minimal JSON-RPC client over a child's stdio (the same for the server directly and for
-/// shortlist in front of it, so the difference is the proxy's).
-struct Stdio1 {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Stdio1 {
-    fn start(cmd: &mut Command) -> Stdio1 {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Stdio1 {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        let m = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        writeln!(c.stdin, "{m}").expect("write");
-        c
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{m}").expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "the server closed stdout");
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if v["id"] == id {
-                assert!(v.get("error").is_none(), "{method}: {v}");
-                return v["result"].clone();
-            }
-        }
-    }
-}
-
-impl Drop for Stdio1 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

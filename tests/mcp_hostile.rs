@@ -39,16 +39,7 @@ fn catalog_of(servers: &[(&str, &str)]) -> (tempfile::TempDir, CatalogConfig) {
 async fn call(u: &Upstreams, server: &str, tool: &str, args: Value) -> Result<String, String> {
     let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
     let r = u.call(server, tool, args, Duration::from_secs(10)).await?;
-    let text = serde_json::to_value(&r.content).unwrap();
-    Ok(text
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default())
+    Ok(text(&json!({ "content": r.content })))
 }
 
 /// A hostile server beside a good one: the catalog loads the good one whole, the bad one
