@@ -295,3 +295,35 @@ async fn requests_to_the_client_are_declined() {
     );
     assert!(!said.contains("\"action\":\"accept\""), "{said}");
 }
+
+/// A tool description written as a tool-poisoning attack: hidden characters and the secret
+/// are removed from what is served, and the instruction aimed at the model and the other
+/// server's tool it names are said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poisoned_description_is_cleaned_and_said() {
+    let (c, u) = beside_a_good_one("poisoned", Duration::from_secs(30)).await;
+    let add = c
+        .endpoint("bad__add")
+        .expect("the tool is served, its text cleaned");
+    let served = add.description.clone().unwrap_or_default();
+    assert!(
+        !served
+            .chars()
+            .any(|ch| ('\u{E0000}'..='\u{E007F}').contains(&ch) || ch == '\u{202E}'),
+        "{served:?}"
+    );
+    assert!(!served.contains("AKIAIOSFODNN7EXAMPLE"), "{served}");
+    assert!(served.contains("[secret removed]"), "{served}");
+    let p = problems(&c);
+    assert!(
+        p.contains("hidden or direction-changing character(s) removed"),
+        "{p}"
+    );
+    assert!(
+        p.contains("secret-like string(s) removed") && !p.contains("AKIA"),
+        "{p}"
+    );
+    assert!(p.contains("text aimed at the model"), "{p}");
+    assert!(p.contains("names another server's tool (add_tool)"), "{p}");
+    u.stop().await;
+}

@@ -325,3 +325,56 @@ fn a_server_over_streamable_http_is_listed_and_called() {
     );
     assert!(said.contains("Echo: over streamable HTTP"), "{said}");
 }
+
+/// MCP Inspector's CLI, a second real client, calls a real server's tool through shortlist
+/// (`call_tool`), and lists the server's tools as tools under the catalog exposure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspector_reaches_a_real_server_through_shortlist() {
+    let fx = RealServers::new();
+    let serve = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec![
+            "--".to_string(),
+            shortlist_bin().to_string(),
+            "serve".into(),
+            fx.config.display().to_string(),
+            "--data-dir".into(),
+            fx.dir.path().join("index").display().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let base = [
+        "-q",
+        "--format",
+        "json",
+        "--method",
+        "tools/call",
+        "--tool-name",
+    ];
+    let mut a: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    a.extend(["call_tool".into(), "--tool-args-json".into()]);
+    a.push(
+        r#"{"name": "time__get_current_time", "arguments": {"timezone": "America/New_York"}}"#
+            .into(),
+    );
+    a.extend(serve(&[]));
+    let (code, out, err) = inspector(&a, None).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("America/New_York"), "{out}");
+
+    let mut a: Vec<String> = ["-q", "--format", "json", "--method", "tools/list"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(serve(&["--expose", "catalog"]));
+    let (code, out, err) = inspector(&a, None).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    for tool in [
+        "time__convert_time",
+        "memory__read_graph",
+        "git__git_status",
+        "files__read_text_file",
+    ] {
+        assert!(out.contains(tool), "{tool} not listed: {out}");
+    }
+}

@@ -221,12 +221,35 @@ fn endpoint(
     if serving.read_only && !read_only {
         return Ok(None);
     }
-    let parameters = arguments(
+    let mut parameters = arguments(
         &input_schema,
         file,
         &format!("{pointer}/inputSchema"),
         problems,
     )?;
+    // What every colleague's agent will read, scanned before it is served.
+    let mut found = Vec::new();
+    let mut clean = |text: &str, at: &str| {
+        let (kept, f) = super::tool_scan::scan(text);
+        if !f.is_empty() {
+            found.push(format!("{at}: {}", f.describe()));
+        }
+        kept
+    };
+    let title = title.map(|t| clean(t, "title"));
+    let description = description.map(|d| clean(&d, "description"));
+    for p in &mut parameters {
+        if let Some(d) = p.description.take() {
+            p.description = Some(clean(&d, &format!("argument '{}'", p.name)));
+        }
+    }
+    for f in found {
+        problems.push(Problem::warning(
+            file,
+            Some(pointer.to_string()),
+            format!("tool '{name}': {f}"),
+        ));
+    }
     let output_schema = tool.get("outputSchema").filter(|s| s.is_object()).cloned();
     let response_fields = output_schema
         .as_ref()
@@ -241,7 +264,7 @@ fn endpoint(
         method: if read_only { Method::Get } else { Method::Post },
         path: format!("/{name}"),
         operation_id: Some(name.to_string()),
-        summary: title.map(|t| crate::text::clip_chars(t, 200)),
+        summary: title.map(|t| crate::text::clip_chars(&t, 200)),
         description,
         tags: Vec::new(),
         deprecated: false,

@@ -26,6 +26,7 @@ pub mod responses;
 pub mod security;
 pub mod source;
 pub mod swagger2;
+pub mod tool_scan;
 pub mod upstream_config;
 pub mod weak;
 pub mod yaml;
@@ -337,6 +338,38 @@ fn add_mcp_servers(
                     source.describe()
                 ),
             )),
+        }
+    }
+    warn_of_shadowing(endpoints, problems);
+}
+
+/// A tool whose description names another server's tool is said: that is how a poisoned
+/// tool redirects calls meant for a trusted one (`tool_scan`).
+fn warn_of_shadowing(endpoints: &[Endpoint], problems: &mut Vec<Problem>) {
+    let tools: Vec<(&str, &str)> = endpoints
+        .iter()
+        .filter_map(|e| Some((e.api.as_str(), e.mcp.as_ref()?.name.as_str())))
+        .collect();
+    for ep in endpoints.iter().filter(|e| e.mcp.is_some()) {
+        let Some(d) = ep.description.as_deref() else {
+            continue;
+        };
+        let others = tools
+            .iter()
+            .filter(|(server, _)| *server != ep.api)
+            .map(|(_, name)| *name);
+        let named = tool_scan::shadowing(d, others);
+        if !named.is_empty() {
+            problems.push(Problem::warning(
+                &mcp_tools::problem_file(&ep.api),
+                None,
+                format!(
+                    "tool '{}' names another server's tool ({}) in its description: read it \
+                     before serving it",
+                    ep.key(),
+                    named.join(", ")
+                ),
+            ));
         }
     }
 }
