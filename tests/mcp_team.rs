@@ -101,6 +101,30 @@ async fn visible_to_hides_a_server_and_read_only_serves_read_only_tools() {
     )
     .await;
     assert_eq!(r["isError"], true, "{r}");
+    // The console's health page gives each server's live state, to those who see it only.
+    let health = |token: String| {
+        let url = format!("{}/console/api/health", s.base);
+        async move {
+            let r = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("GET /console/api/health");
+            assert_eq!(r.status(), 200);
+            r.json::<serde_json::Value>().await.expect("JSON")
+        }
+    };
+    let hers = health(alice.clone()).await;
+    let servers = hers["servers"].to_string();
+    assert!(
+        servers.contains(r#""id":"time","reason":null,"state":"running""#)
+            || servers.contains(r#""id":"time","state":"running""#),
+        "{hers:#}"
+    );
+    let his = health(bob.clone()).await;
+    assert!(!his["servers"].to_string().contains("time"), "{his:#}");
+    assert!(his["servers"].to_string().contains("memory"), "{his:#}");
     let rows = audit_rows(&s.state_file());
     assert!(
         rows.iter()

@@ -59,6 +59,33 @@ pub struct ApiHealth {
     pub problems: usize,
 }
 
+/// One MCP server, live.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ServerHealth {
+    pub id: String,
+    /// `idle`, `starting`, `running`, `down` or `crash_loop`.
+    pub state: &'static str,
+    /// Why it is not running, when it is not.
+    pub reason: Option<String>,
+}
+
+/// The state of each MCP server whose API the report shows (a viewer never learns of a
+/// server they may not see).
+pub fn servers(h: &Health, upstreams: Option<&crate::upstream::Upstreams>) -> Vec<ServerHealth> {
+    let Some(u) = upstreams else {
+        return Vec::new();
+    };
+    u.health()
+        .into_iter()
+        .filter(|(id, _)| h.apis.iter().any(|a| &a.id == id))
+        .map(|(id, s)| ServerHealth {
+            id,
+            state: s.word(),
+            reason: s.reason().map(str::to_string),
+        })
+        .collect()
+}
+
 /// One endpoint row.
 #[derive(Debug, Clone, Serialize)]
 pub struct EndpointHealth {
@@ -86,6 +113,8 @@ pub struct ProblemRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct Health {
     pub apis: Vec<ApiHealth>,
+    /// The catalog's MCP servers among the APIs shown, as they stand now.
+    pub servers: Vec<ServerHealth>,
     pub problems: Vec<ProblemRow>,
     /// Specs skipped entirely (errors).
     pub skipped: usize,
@@ -268,6 +297,7 @@ pub fn report(snap: &Snapshot, filter: &Filter, shown: &Shown) -> Health {
     let matching: Vec<EndpointHealth> = rows.into_iter().filter(|r| filter.matches(r)).collect();
     Health {
         apis,
+        servers: Vec::new(),
         problems,
         skipped,
         total_endpoints: total,

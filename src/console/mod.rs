@@ -49,9 +49,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Loads the catalog and every enriched copy's review items.
-    pub fn load(config: &CatalogConfig) -> Snapshot {
-        let catalog = Catalog::load(config);
+    /// Loads the catalog (its MCP servers' tools from `listings`, what the server serves)
+    /// and every enriched copy's review items.
+    pub fn load(
+        config: &CatalogConfig,
+        listings: &crate::catalog::mcp_tools::Listings,
+    ) -> Snapshot {
+        let catalog = Catalog::load_listed(config, listings);
         let sources = crate::catalog::expand_sources(config, &mut Vec::new());
         let mut items = Vec::new();
         let mut unreadable = Vec::new();
@@ -115,6 +119,18 @@ pub struct Console {
 }
 
 impl Console {
+    /// The health report for `viewer`, with the live state of the MCP servers it shows.
+    pub fn health(
+        &self,
+        snap: &Snapshot,
+        filter: &health::Filter,
+        viewer: &viewer::Viewer,
+    ) -> health::Health {
+        let mut h = health::report(snap, filter, &viewer.shown(snap));
+        h.servers = health::servers(&h, self.server.invoker().upstreams().map(|u| &**u));
+        h
+    }
+
     pub fn new(server: Arc<ServerState>) -> Arc<Console> {
         Arc::new(Console {
             server,
@@ -138,7 +154,13 @@ impl Console {
             }
         }
         let config = self.server.catalog_config();
-        let snap = tokio::task::spawn_blocking(move || Snapshot::load(&config))
+        let listings = self
+            .server
+            .invoker()
+            .upstreams()
+            .map(|u| u.listings())
+            .unwrap_or_default();
+        let snap = tokio::task::spawn_blocking(move || Snapshot::load(&config, &listings))
             .await
             .map_err(|e| format!("loading the catalog failed: {e}"))?;
         let snap = Arc::new(snap);

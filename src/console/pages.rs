@@ -50,6 +50,21 @@ pub fn health(h: &Health, f: &Filter, admin: bool) -> String {
         ));
     }
     b.push_str("</tbody></table>");
+    if !h.servers.is_empty() {
+        b.push_str(
+            "<h2>MCP servers</h2><table id=\"servers\"><thead><tr><th>Server</th><th>State</th>\
+             <th>Why not running</th></tr></thead><tbody>",
+        );
+        for s in &h.servers {
+            b.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&s.id),
+                esc(s.state),
+                esc(s.reason.as_deref().unwrap_or("")),
+            ));
+        }
+        b.push_str("</tbody></table>");
+    }
     b.push_str("<h2>Load problems</h2>");
     if h.problems.is_empty() {
         b.push_str("<p class=\"quiet\">Every spec loaded without a problem.</p>");

@@ -9,7 +9,7 @@
 //! front of these routes refuses it then.
 
 use super::audit::{self, AuditQuery};
-use super::health::{self, Filter};
+use super::health::Filter;
 use super::review::Status;
 use super::review_write::{Review, ReviewError};
 use super::viewer::Viewer;
@@ -118,7 +118,7 @@ async fn health_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Pa
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     match c.snapshot().await {
-        Ok(s) => Json(health::report(&s, &f, &viewer.shown(&s))).into_response(),
+        Ok(s) => Json(c.health(&s, &f, &viewer)).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
@@ -130,7 +130,7 @@ async fn health_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Pa
     };
     match c.snapshot().await {
         Ok(s) => Html(pages::health(
-            &health::report(&s, &f, &viewer.shown(&s)),
+            &c.health(&s, &f, &viewer),
             &f,
             viewer.is_admin(),
         ))

@@ -137,6 +137,13 @@ impl Viewer {
                 files.insert(src.original.display().to_string());
             }
         }
+        // APIs no spec file holds: an MCP server's tools (its problems name `mcp:<id>`).
+        for api in &snap.catalog.apis {
+            if self.sees(snap.catalog.access(&api.id)) {
+                apis.insert(api.id.clone());
+                files.insert(api.source.display().to_string());
+            }
+        }
         Shown {
             limited: Some(Limited { apis, files }),
         }

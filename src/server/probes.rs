@@ -51,7 +51,7 @@ async fn ready(State(p): State<Probe>) -> Response {
     let mut body = json!({"status": "ready", "generation": served.generation()});
     if let Some(upstreams) = p.state.invoker().upstreams().filter(|u| !u.is_empty()) {
         let mut counts = std::collections::BTreeMap::<&str, usize>::new();
-        for (_, status) in upstreams.health().await {
+        for (_, status) in upstreams.health() {
             *counts.entry(status.word()).or_default() += 1;
         }
         body["mcp_servers"] = json!(counts);

@@ -155,12 +155,11 @@ impl Upstreams {
     }
 
     /// Where each server stands, by id.
-    pub async fn health(&self) -> Vec<(String, Status)> {
-        let mut out = Vec::new();
-        for (id, s) in &self.servers {
-            out.push((id.clone(), s.status().await));
-        }
-        out
+    pub fn health(&self) -> Vec<(String, Status)> {
+        self.servers
+            .iter()
+            .map(|(id, s)| (id.clone(), s.status()))
+            .collect()
     }
 
     /// Stops every server (each child's whole process tree).

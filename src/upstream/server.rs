@@ -50,6 +50,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// Why the server is not running, when it is not.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Down { reason, .. } | Status::CrashLoop { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
     /// One word for counts and metrics: `idle`, `starting`, `running`, `down`, `crash_loop`.
     pub fn word(&self) -> &'static str {
         match self {
@@ -113,7 +121,7 @@ impl Server {
 
     /// Where the server stands now.
     /// Never waits on a connection being made: that is `Starting`.
-    pub async fn status(&self) -> Status {
+    pub fn status(&self) -> Status {
         let Ok(state) = self.state.try_lock() else {
             return Status::Starting;
         };
