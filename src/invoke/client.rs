@@ -148,6 +148,14 @@ impl Invoker {
         self
     }
 
+    /// A call's time limit: the API's `timeout_secs`, else the invoker's.
+    fn timeout_for(&self, cfg: Option<&ApiConfig>) -> Duration {
+        cfg.and_then(|c| c.timeout_secs)
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs)
+            .unwrap_or(self.options.timeout)
+    }
+
     /// The same invoker, calling MCP tools on these servers.
     pub fn with_upstreams(mut self, upstreams: Arc<crate::upstream::Upstreams>) -> Invoker {
         self.upstreams = Some(upstreams);
@@ -310,16 +318,11 @@ impl Invoker {
             Err(e) => return CallOutcome::refused("invalid_arguments", e.to_string()),
         };
         if ep.mcp.is_some() {
-            let timeout = cfg
-                .and_then(|c| c.timeout_secs)
-                .filter(|s| *s > 0)
-                .map(Duration::from_secs)
-                .unwrap_or(self.options.timeout);
             return super::mcp::call(
                 self.upstreams.as_deref(),
                 ep,
                 &valid,
-                timeout,
+                self.timeout_for(cfg),
                 self.options.max_response_bytes,
             )
             .await;
@@ -352,11 +355,7 @@ impl Invoker {
         if let Some(refusal) = refused_literal(&req.url, policy) {
             return CallOutcome::refused("address", format!("{refusal} (API '{}')", ep.api));
         }
-        let timeout = cfg
-            .and_then(|c| c.timeout_secs)
-            .filter(|s| *s > 0)
-            .map(Duration::from_secs)
-            .unwrap_or(self.options.timeout);
+        let timeout = self.timeout_for(cfg);
         if self.egress.is_proxied() {
             self.egress.mask_secrets(redactor);
             let resolves = cfg.is_some_and(|c| c.proxy_resolves);

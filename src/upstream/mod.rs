@@ -74,11 +74,6 @@ impl Upstreams {
         self.servers.is_empty()
     }
 
-    /// The server with this id.
-    pub fn server(&self, id: &str) -> Option<&Arc<Server>> {
-        self.servers.get(id)
-    }
-
     /// Starts every server in parallel and lists its tools; what each said (or why it
     /// could not) is kept for [`Upstreams::listings`] and returned.
     pub async fn list_all(&self) -> Listings {

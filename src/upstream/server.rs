@@ -15,7 +15,6 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams}
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
@@ -356,6 +355,3 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server").field("id", &self.id).finish()
     }
 }
-
-/// Shared ownership, as the collection hands servers out.
-pub type Shared = Arc<Server>;
