@@ -96,6 +96,25 @@ pub fn import(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> anyhow::R
     Ok(out)
 }
 
+/// The entries of catalog paths as the command line gives them: each client config file's
+/// servers (first), then every other path as a spec file or folder.
+pub fn entries_of(
+    paths: &[std::path::PathBuf],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Imported> {
+    let (clients, specs): (Vec<_>, Vec<_>) = paths.iter().cloned().partition(|p| is_client_file(p));
+    let mut out = Imported::default();
+    for file in &clients {
+        let mut imported = import(file, lookup)?;
+        out.entries.append(&mut imported.entries);
+        out.warnings.append(&mut imported.warnings);
+        out.errors.append(&mut imported.errors);
+    }
+    out.entries
+        .extend(super::CatalogConfig::from_paths(&specs).apis);
+    Ok(out)
+}
+
 type Entry = (ApiConfig, Vec<String>);
 
 fn entry(

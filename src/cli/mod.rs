@@ -59,26 +59,21 @@ impl CatalogArgs {
             Some(p) => CatalogConfig::load(p)?,
             None => CatalogConfig::default(),
         };
-        let (clients, specs): (Vec<PathBuf>, Vec<PathBuf>) = self
+        // A TOML `--config` is read above; a client file given as `--config` is a path too.
+        let paths: Vec<PathBuf> = self
             .config
             .iter()
+            .filter(|p| client_file::is_client_file(p))
             .chain(&self.paths)
             .cloned()
-            .partition(|p| client_file::is_client_file(p));
-        let specs: Vec<PathBuf> = specs
-            .into_iter()
-            .filter(|p| Some(p) != self.config.as_ref())
             .collect();
-        for file in &clients {
-            let imported = client_file::import(file, &|k| std::env::var(k).ok())?;
+        let imported = client_file::entries_of(&paths, &|k| std::env::var(k).ok())?;
+        if report {
             for line in imported.warnings.iter().chain(&imported.errors) {
-                if report {
-                    eprintln!("{line}");
-                }
+                eprintln!("{line}");
             }
-            cfg.apis.extend(imported.entries);
         }
-        cfg.apis.extend(CatalogConfig::from_paths(&specs).apis);
+        cfg.apis.extend(imported.entries);
         if cfg.apis.is_empty() {
             anyhow::bail!("no catalog given: pass --config FILE or spec paths");
         }

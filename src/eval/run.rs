@@ -220,22 +220,15 @@ pub const EMBEDDING: &str = "embedding";
 /// The catalog of a setting: spec paths, and any client config file (`mcpServers`) among
 /// them, whose servers are started once and listed.
 fn load(paths: &[std::path::PathBuf]) -> Catalog {
-    use crate::catalog::client_file;
-    let (clients, specs): (Vec<_>, Vec<_>) = paths
-        .iter()
-        .cloned()
-        .partition(|p| client_file::is_client_file(p));
-    let mut cfg = crate::catalog::CatalogConfig::from_paths(&specs);
-    let mut problems = Vec::new();
-    for file in &clients {
-        match client_file::import(file, &|k| std::env::var(k).ok()) {
-            Ok(imported) => {
-                problems.extend(imported.errors);
-                cfg.apis.extend(imported.entries);
-            }
-            Err(e) => problems.push(format!("{e:#}")),
+    let mut cfg = crate::catalog::CatalogConfig::default();
+    let problems = match crate::catalog::client_file::entries_of(paths, &|k| std::env::var(k).ok())
+    {
+        Ok(imported) => {
+            cfg.apis = imported.entries;
+            imported.errors
         }
-    }
+        Err(e) => vec![format!("{e:#}")],
+    };
     let mut catalog = Catalog::load_listed(&cfg, &crate::upstream::list_once(&cfg));
     for p in problems {
         catalog.problems.push(crate::catalog::Problem::error(
