@@ -9,8 +9,8 @@ mod postgres;
 use shortlist::store::postgres::PostgresBackend;
 use shortlist::store::sqlite::SqliteBackend;
 use shortlist::store::{
-    AuditEntry, Backend, ConsentLimits, Event, Location, PendingConsent, SealedConsent,
-    SealedToken, Sealer, Store, StoreError, UpstreamToken,
+    AuditEntry, Backend, ConsentLimits, Event, Location, PendingConsent, PinDecision, PinState,
+    SealedConsent, SealedToken, Sealer, SeenTool, Store, StoreError, ToolPin, UpstreamToken,
 };
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -308,6 +308,113 @@ async fn exercise(store: &Store) {
         "bob-at"
     );
     assert!(other.delete_token("bob", "gh").await.unwrap());
+    pins(store).await;
+}
+
+fn seen(server: &str, tool: &str, digest: &str, approved_by: Option<&str>) -> SeenTool {
+    SeenTool {
+        server: server.into(),
+        tool: tool.into(),
+        digest: digest.into(),
+        definition: format!("{{\"name\":\"{tool}\",\"v\":\"{digest}\"}}"),
+        approved_by: approved_by.map(String::from),
+    }
+}
+
+/// Tool pins: a definition is approved as seen (first use) or pending; a tool keeps one
+/// row per definition, at most one of them pending; a decision names its digest.
+async fn pins(store: &Store) {
+    let state = |pins: &[ToolPin], tool: &str, digest: &str| {
+        pins.iter()
+            .find(|p| p.tool == tool && p.digest == digest)
+            .map(|p| p.state)
+    };
+    let fs = || vec!["fs".to_string()];
+    store
+        .see_tools(vec![
+            seen("fs", "read", "d1", Some("first use")),
+            seen("fs", "write", "w1", Some("first use")),
+        ])
+        .await
+        .unwrap();
+    store
+        .see_tools(vec![seen("git", "log", "l1", None)])
+        .await
+        .unwrap();
+    let all = store
+        .tool_pins(vec!["fs".into(), "git".into()])
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(state(&all, "read", "d1"), Some(PinState::Approved));
+    let read = all.iter().find(|p| p.tool == "read").unwrap();
+    assert_eq!(read.decided_by.as_deref(), Some("first use"));
+    assert!(read.definition.contains("d1"));
+    assert_eq!(state(&all, "log", "l1"), Some(PinState::Pending));
+    assert!(store
+        .tool_pins(vec!["other".into()])
+        .await
+        .unwrap()
+        .is_empty());
+    let light = store.backend().tool_pins(fs(), false).await.unwrap();
+    assert!(light.iter().all(|p| p.definition.is_empty()), "{light:?}");
+    assert_eq!(state(&light, "read", "d1"), Some(PinState::Approved));
+
+    // A changed definition: a pending row beside the approved one; a second change
+    // replaces the pending one; seeing the approved one again changes nothing.
+    store
+        .see_tools(vec![seen("fs", "read", "d2", None)])
+        .await
+        .unwrap();
+    store
+        .see_tools(vec![
+            seen("fs", "read", "d3", None),
+            seen("fs", "read", "d1", None),
+        ])
+        .await
+        .unwrap();
+    let now = store.tool_pins(fs()).await.unwrap();
+    assert_eq!(state(&now, "read", "d1"), Some(PinState::Approved));
+    assert_eq!(state(&now, "read", "d2"), None, "{now:?}");
+    assert_eq!(state(&now, "read", "d3"), Some(PinState::Pending));
+
+    assert!(!store
+        .decide_tool("fs", "read", "d2", PinDecision::Approve, "alice")
+        .await
+        .unwrap());
+    assert!(store
+        .decide_tool("fs", "read", "d3", PinDecision::Reject, "alice")
+        .await
+        .unwrap());
+    // A rejected definition is not replaced by the next change, nor pending again.
+    store
+        .see_tools(vec![
+            seen("fs", "read", "d4", None),
+            seen("fs", "read", "d3", None),
+        ])
+        .await
+        .unwrap();
+    let now = store.tool_pins(fs()).await.unwrap();
+    assert_eq!(state(&now, "read", "d3"), Some(PinState::Rejected));
+    assert_eq!(state(&now, "read", "d4"), Some(PinState::Pending));
+    assert!(store
+        .decide_tool("fs", "read", "d4", PinDecision::Approve, "alice")
+        .await
+        .unwrap());
+    let now = store.tool_pins(fs()).await.unwrap();
+    let d4 = now.iter().find(|p| p.digest == "d4").unwrap();
+    assert_eq!(d4.state, PinState::Approved);
+    assert_eq!(d4.decided_by.as_deref(), Some("alice"));
+    assert!(store
+        .decide_tool("fs", "read", "d4", PinDecision::Revoke, "bob")
+        .await
+        .unwrap());
+    let now = store.tool_pins(fs()).await.unwrap();
+    assert_eq!(state(&now, "read", "d4"), Some(PinState::Pending));
+    assert!(!store
+        .decide_tool("fs", "nothing", "d4", PinDecision::Approve, "bob")
+        .await
+        .unwrap());
 }
 
 fn other_key() -> Sealer {
@@ -399,6 +506,29 @@ impl Backend for RefreshedMeanwhile {
     async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
         self.inner.unlock(name, holder).await
     }
+    async fn see_tools(&self, seen: Vec<SeenTool>, now_ms: i64) -> Result<(), StoreError> {
+        self.inner.see_tools(seen, now_ms).await
+    }
+    async fn tool_pins(
+        &self,
+        servers: Vec<String>,
+        definitions: bool,
+    ) -> Result<Vec<ToolPin>, StoreError> {
+        self.inner.tool_pins(servers, definitions).await
+    }
+    async fn decide_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        digest: &str,
+        decision: PinDecision,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .decide_tool(server, tool, digest, decision, by, now_ms)
+            .await
+    }
 }
 
 /// After a key rotation a read seals the row again under the new key; if another replica
@@ -473,7 +603,10 @@ async fn sqlite_store() {
     let dir = tempfile::tempdir().unwrap();
     let loc = Location::parse(None, &dir.path().join("data"));
     let store = Store::open(&loc, sealer()).await.unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
+    assert_eq!(
+        store.backend().schema_version().await.unwrap(),
+        shortlist::store::migrations::latest()
+    );
     exercise(&store).await;
     drop(store);
     // Reopened: the data is still there.
@@ -496,7 +629,10 @@ async fn upgrades_keeping_data(old: Store, location: &Location) -> Store {
     old.put_token("alice", "gh", &token("kept")).await.unwrap();
     drop(old);
     let store = Store::open(location, sealer()).await.unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
+    assert_eq!(
+        store.backend().schema_version().await.unwrap(),
+        shortlist::store::migrations::latest()
+    );
     let kept = store.token("alice", "gh").await.unwrap().unwrap();
     assert_eq!(kept.access_token, "kept");
     store
@@ -574,7 +710,10 @@ async fn postgres_store() {
     let store = Store::open(&Location::Postgres(url.clone()), sealer())
         .await
         .unwrap();
-    assert_eq!(store.backend().schema_version().await.unwrap(), 3);
+    assert_eq!(
+        store.backend().schema_version().await.unwrap(),
+        shortlist::store::migrations::latest()
+    );
     assert!(!store.backend().describe().contains("password"));
     exercise(&store).await;
 

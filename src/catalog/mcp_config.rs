@@ -64,6 +64,26 @@ pub struct McpSource {
     pub read_only_tools: Vec<String>,
     /// Seconds to wait for the server to start and list its tools (default 30).
     pub start_timeout_secs: Option<u64>,
+    /// Which tool definitions wait for a reviewer before they are served, where the server
+    /// keeps a state store: `hold` (every new or changed one; the default with an `[auth]`
+    /// table), `first_use` (the server's first listing is trusted, what changes after
+    /// waits) or `warn` (every definition is served, a changed one with a warning; the
+    /// default otherwise).
+    pub review: Option<ToolReview>,
+}
+
+/// How a server's tool definitions are pinned (see [`McpSource::review`]).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolReview {
+    /// New servers, new tools and changed definitions wait for a reviewer.
+    Hold,
+    /// The definitions of a server's first listing are pinned as they are; new tools and
+    /// changed definitions after it wait for a reviewer.
+    FirstUse,
+    /// Every definition is pinned as it is listed; a changed one is logged as a warning
+    /// (one person's own servers, with nobody else to review them).
+    Warn,
 }
 
 /// How long a server may take to start and list its tools when the entry does not say.

@@ -98,6 +98,26 @@ pub struct Serving<'a> {
     pub read_only: bool,
 }
 
+/// Whether a tool counts as read-only: annotated `readOnlyHint`, or vouched for by the
+/// operator (`read_only_tools`).
+fn is_read_only(source: &McpSource, name: &str, tool: &Value) -> bool {
+    tool.get("annotations")
+        .and_then(|a| a.get("readOnlyHint"))
+        .and_then(Value::as_bool)
+        == Some(true)
+        || source.vouched_read_only(name)
+}
+
+/// The name of a listed tool the entry serves (its filters and `read_only`), or `None`:
+/// what a review of the server's definitions covers.
+pub fn served_name<'t>(serving: Serving<'_>, tool: &'t Value) -> Option<&'t str> {
+    let name = tool.get("name").and_then(Value::as_str)?;
+    (!name.is_empty()
+        && serving.source.serves(name)
+        && (!serving.read_only || is_read_only(serving.source, name, tool)))
+    .then_some(name)
+}
+
 /// The API record and endpoints of one listed server.
 pub fn endpoints(
     id: &str,
@@ -212,12 +232,7 @@ fn endpoint(
         .filter(|s| s.is_object())
         .cloned()
         .unwrap_or_else(|| serde_json::json!({"type": "object"}));
-    let read_only = annotations
-        .as_ref()
-        .and_then(|a| a.get("readOnlyHint"))
-        .and_then(Value::as_bool)
-        == Some(true)
-        || source.vouched_read_only(name);
+    let read_only = is_read_only(source, name, tool);
     if serving.read_only && !read_only {
         return Ok(None);
     }

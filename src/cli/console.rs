@@ -67,11 +67,26 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let store = match store {
+        Some(location) => {
+            // The audit log and the pins need no key; per-person tokens are never read here.
+            let store = runtime
+                .block_on(shortlist::store::Store::open(&location, None))
+                .with_context(|| "cannot open the state store (--state)")?;
+            eprintln!("shortlist: state store: {}", store.backend().describe());
+            Some(store)
+        }
+        None => {
+            eprintln!(
+                "shortlist: no state store (no --state, and no state.sqlite3 in the data \
+                 folder): the audit page will say so"
+            );
+            None
+        }
+    };
     // The console's "Try a request" calls tools too, MCP servers' included.
     let upstreams = shortlist::upstream::Upstreams::new(&cfg);
-    if !upstreams.is_empty() {
-        runtime.block_on(upstreams.list_all());
-    }
+    super::serve::start_upstreams(&runtime, &cfg, &upstreams, store.as_ref());
     let upstream = cfg.upstream.clone().unwrap_or_default();
     let (state, digest) = load_state(
         &cfg,
@@ -92,19 +107,8 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         upstreams: std::sync::Arc::clone(&upstreams),
     };
     runtime.block_on(async move {
-        match store {
-            Some(location) => {
-                // The audit log needs no key; per-person tokens are never read here.
-                let store = shortlist::store::Store::open(&location, None)
-                    .await
-                    .with_context(|| "cannot open the state store (--state)")?;
-                eprintln!("shortlist: state store: {}", store.backend().describe());
-                state.set_store(store);
-            }
-            None => eprintln!(
-                "shortlist: no state store (no --state, and no state.sqlite3 in the data \
-                 folder): the audit page will say so"
-            ),
+        if let Some(store) = store {
+            state.set_store(store);
         }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());

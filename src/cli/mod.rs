@@ -124,7 +124,10 @@ pub fn load_catalog_listed(
         None => Catalog::load_listed(cfg, &shortlist::upstream::list_once(cfg)),
     };
     report_problems(&catalog);
-    if catalog.endpoints.is_empty() {
+    // A running server's MCP servers may serve tools later (a server that starts late, a
+    // definition approved in review): until then an empty catalog is served, not refused.
+    let may_fill = listings.is_some() && cfg.apis.iter().any(|a| a.mcp.is_some());
+    if catalog.endpoints.is_empty() && !may_fill {
         anyhow::bail!("the catalog holds no usable endpoint");
     }
     Ok(catalog)

@@ -141,12 +141,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let store = (http.is_some() || args.state.is_some())
+        .then(|| -> anyhow::Result<_> {
+            let data_dir = args.catalog.data_dir(Some(&cfg))?;
+            let location = shortlist::store::Location::parse(args.state.as_deref(), &data_dir);
+            let sealer = shortlist::store::Sealer::from_env()?;
+            let store = runtime
+                .block_on(shortlist::store::Store::open(&location, sealer))
+                .with_context(|| "cannot open the state store (--state)")?;
+            eprintln!("shortlist: state store: {}", store.backend().describe());
+            Ok(store)
+        })
+        .transpose()?;
     // The MCP servers start first, in parallel, and stay up: their connections live on
     // this runtime, shared by every call.
     let upstreams = Upstreams::new(&cfg);
-    if !upstreams.is_empty() {
-        runtime.block_on(upstreams.list_all());
-    }
+    start_upstreams(&runtime, &cfg, &upstreams, store.as_ref());
     let (state, digest) = load_state(
         &cfg,
         Outbound {
@@ -165,22 +175,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         variant: args.variant,
         upstreams: Arc::clone(&upstreams),
     };
-    let store = (http.is_some() || args.state.is_some())
-        .then(|| -> anyhow::Result<_> {
-            let data_dir = args.catalog.data_dir(Some(&cfg))?;
-            Ok(shortlist::store::Location::parse(
-                args.state.as_deref(),
-                &data_dir,
-            ))
-        })
-        .transpose()?;
     runtime.block_on(async move {
-        if let Some(location) = store {
-            let sealer = shortlist::store::Sealer::from_env()?;
-            let store = shortlist::store::Store::open(&location, sealer)
-                .await
-                .with_context(|| "cannot open the state store (--state)")?;
-            eprintln!("shortlist: state store: {}", store.backend().describe());
+        if let Some(store) = store {
             // The state was just built: this is its first and only store.
             state.set_store(store);
         }
@@ -199,9 +195,37 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Starts the MCP servers and lists their tools, their definitions pinned in `store` when
+/// the server keeps one (only approved ones are served).
+pub fn start_upstreams(
+    runtime: &tokio::runtime::Runtime,
+    cfg: &shortlist::catalog::CatalogConfig,
+    upstreams: &Arc<Upstreams>,
+    store: Option<&shortlist::store::Store>,
+) {
+    if upstreams.is_empty() {
+        return;
+    }
+    if let Some(store) = store {
+        upstreams.set_pins(shortlist::upstream::Pins::new(
+            cfg,
+            Arc::clone(store.backend()),
+        ));
+    }
+    runtime.block_on(async {
+        upstreams.list_all().await;
+        upstreams.sync_pins().await;
+    });
+}
+
+/// How often, in ticks of the relist loop, the pins' approvals are read back.
+const PIN_TICKS: u64 = 3;
+
 /// Lists again, once a second at most, the MCP servers that said their tools changed; the
 /// watch then sees the catalog's digest change and rebuilds it from the new listings. A
-/// server announcing changes in a loop costs one listing a second, nothing more.
+/// server announcing changes in a loop costs one listing a second, nothing more. Pinned
+/// definitions are recorded after each new listing and their approvals read back every
+/// few seconds, so a reviewer's decision on any replica reaches every other.
 pub fn spawn_relist(upstreams: &Arc<Upstreams>, shutdown: &CancellationToken) {
     if upstreams.is_empty() {
         return;
@@ -211,11 +235,16 @@ pub fn spawn_relist(upstreams: &Arc<Upstreams>, shutdown: &CancellationToken) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut n: u64 = 0;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {
-                    upstreams.relist_changed().await;
+                    n += 1;
+                    let relisted = upstreams.relist_changed().await;
+                    if relisted || n % PIN_TICKS == 0 {
+                        upstreams.sync_pins().await;
+                    }
                 }
             }
         }

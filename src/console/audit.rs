@@ -292,6 +292,31 @@ mod tests {
         async fn unlock(&self, _: &str, _: &str) -> Result<(), StoreError> {
             self.fail().await
         }
+        async fn see_tools(
+            &self,
+            _: Vec<crate::store::SeenTool>,
+            _: i64,
+        ) -> Result<(), StoreError> {
+            self.fail().await
+        }
+        async fn tool_pins(
+            &self,
+            _: Vec<String>,
+            _: bool,
+        ) -> Result<Vec<crate::store::ToolPin>, StoreError> {
+            self.fail().await
+        }
+        async fn decide_tool(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: crate::store::PinDecision,
+            _: &str,
+            _: i64,
+        ) -> Result<bool, StoreError> {
+            self.fail().await
+        }
     }
 
     impl Gone {

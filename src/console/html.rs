@@ -43,6 +43,7 @@ pub enum Page {
     Health,
     Review,
     Try,
+    Tools,
     Audit,
 }
 
@@ -64,11 +65,12 @@ pub fn frame(page: Page, title: &str, body: &str, admin: bool) -> String {
          <link rel=\"icon\" href=\"/console/assets/icon.svg\" type=\"image/svg+xml\">\
          <link rel=\"stylesheet\" href=\"/console/assets/console.css\">\
          <script src=\"/console/assets/console.js\" defer></script></head>\
-         <body><header><strong>shortlist console</strong><nav>{}{}{}{}</nav></header>\
+         <body><header><strong>shortlist console</strong><nav>{}{}{}{}{}</nav></header>\
          <main>{body}</main></body></html>\n",
         link(Page::Health, "/console/health", "Catalog health"),
         link(Page::Review, "/console/review", "Review generated text"),
         link(Page::Try, "/console/try", "Try a request"),
+        link(Page::Tools, "/console/tools", "Tool definitions"),
         if admin {
             link(Page::Audit, "/console/audit", "Audit log")
         } else {

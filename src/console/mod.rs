@@ -6,6 +6,8 @@
 //!   edited or rejected into the enriched spec the way a person editing it would;
 //! - [`try_request`]: the shortlist a client would get for a request, each tool's score
 //!   explained, its token cost and its definition as sent;
+//! - [`tool_review`]: MCP servers' tool definitions held until a reviewer approves them,
+//!   each beside the approved one;
 //! - [`audit`]: the state store's audit log of upstream calls, for admins;
 //! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
 //!   endpoints behind them (documented in `docs/console.md`); [`login`]: the token as a
@@ -25,6 +27,7 @@ pub mod pages;
 pub mod review;
 pub mod review_write;
 pub mod routes;
+pub mod tool_review;
 pub mod try_request;
 pub mod viewer;
 

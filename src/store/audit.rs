@@ -23,6 +23,9 @@ pub enum Event {
     Withdrawn,
     /// Someone accepted, edited, rejected or restored generated tool text in the console.
     Review,
+    /// Someone approved, rejected or revoked an MCP server's tool definition in the
+    /// console.
+    ToolReview,
     /// A token could not be had (exchange, client credentials, refresh, code redemption).
     TokenFailed,
     /// A token was issued upstream but could not be stored, nor revoked.
@@ -40,6 +43,7 @@ impl Event {
             Event::ConsentRefused => "consent_refused",
             Event::Withdrawn => "withdrawn",
             Event::Review => "review",
+            Event::ToolReview => "tool_review",
             Event::TokenFailed => "token_failed",
             Event::TokenOrphaned => "token_orphaned",
         }

@@ -75,6 +75,90 @@ pub struct AuditEntry {
     pub detail: Option<String>,
 }
 
+/// A tool definition as an MCP server listed it: what [`Backend::see_tools`] records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenTool {
+    /// The server's id in the catalog config.
+    pub server: String,
+    /// The tool's name as the server gives it.
+    pub tool: String,
+    /// The definition's digest (name, title, description, schemas, annotations).
+    pub digest: String,
+    /// The definition as JSON, bounded, for a reviewer to read.
+    pub definition: String,
+    /// Approved as it is seen, by this (the first-use policy), or `None`: pending.
+    pub approved_by: Option<String>,
+}
+
+/// Where a definition stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinState {
+    /// Served.
+    Approved,
+    /// Held until a reviewer decides.
+    Pending,
+    /// Held: a reviewer refused it.
+    Rejected,
+}
+
+impl PinState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinState::Approved => "approved",
+            PinState::Pending => "pending",
+            PinState::Rejected => "rejected",
+        }
+    }
+
+    /// The state stored as `s`; anything unknown holds the tool.
+    pub fn parse(s: &str) -> PinState {
+        match s {
+            "approved" => PinState::Approved,
+            "rejected" => PinState::Rejected,
+            _ => PinState::Pending,
+        }
+    }
+}
+
+/// One definition of one tool, as pinned: a tool is served only in a definition whose row
+/// is approved. A tool has a row per definition it was listed in (replicas whose servers
+/// disagree each find theirs), at most one of them pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPin {
+    pub server: String,
+    pub tool: String,
+    pub digest: String,
+    /// Empty when read without definitions.
+    pub definition: String,
+    pub state: PinState,
+    /// When this definition was first listed (ms since the epoch).
+    pub seen_at: i64,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<i64>,
+}
+
+/// What a reviewer decided of a tool's definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinDecision {
+    /// Serve the definition.
+    Approve,
+    /// Keep holding it, marked refused.
+    Reject,
+    /// Stop serving it: it is pending again.
+    Revoke,
+}
+
+impl PinDecision {
+    /// The state a decision leaves.
+    pub fn state(self) -> PinState {
+        match self {
+            PinDecision::Approve => PinState::Approved,
+            PinDecision::Reject => PinState::Rejected,
+            PinDecision::Revoke => PinState::Pending,
+        }
+    }
+}
+
 /// A state store. Every method is one transaction: it happens entirely or not at all.
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync {
@@ -135,4 +219,27 @@ pub trait Backend: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// Gives the lock back, if `holder` still holds it.
     async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError>;
+    /// Records definitions listed now that have no row yet: approved when `approved_by`
+    /// says so, else pending, replacing the tool's older pending definition (so a server
+    /// that changes a tool in a loop leaves one pending row, not one per change). Rows of
+    /// definitions no longer listed stay: one that comes back is served only if approved.
+    async fn see_tools(&self, seen: Vec<SeenTool>, now_ms: i64) -> Result<(), StoreError>;
+    /// Every pin of `servers`, by server and tool; without `definitions`, their
+    /// definitions are left empty (what a replica reads every few seconds).
+    async fn tool_pins(
+        &self,
+        servers: Vec<String>,
+        definitions: bool,
+    ) -> Result<Vec<ToolPin>, StoreError>;
+    /// Applies `decision` to the tool's definition `digest` (the one the reviewer read):
+    /// whether there is such a definition.
+    async fn decide_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        digest: &str,
+        decision: PinDecision,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
 }

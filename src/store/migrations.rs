@@ -73,6 +73,23 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE TABLE store_locks (
                 name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms BIGINT NOT NULL);",
     },
+    Migration {
+        version: 4,
+        description: "tool definitions of MCP servers, each approved, pending or rejected, by \
+                      server, tool and digest",
+        sqlite: "
+            CREATE TABLE tool_pins (
+                server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL,
+                definition TEXT NOT NULL, state TEXT NOT NULL, seen_at INTEGER NOT NULL,
+                decided_by TEXT, decided_at INTEGER,
+                PRIMARY KEY (server, tool, digest));",
+        postgres: "
+            CREATE TABLE tool_pins (
+                server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL,
+                definition TEXT NOT NULL, state TEXT NOT NULL, seen_at BIGINT NOT NULL,
+                decided_by TEXT, decided_at BIGINT,
+                PRIMARY KEY (server, tool, digest));",
+    },
 ];
 
 /// The version this build writes.

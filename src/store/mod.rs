@@ -14,12 +14,16 @@ pub mod audit;
 pub mod backend;
 pub mod file_modes;
 pub mod migrations;
+pub mod pins;
 pub mod postgres;
 pub mod seal;
 pub mod sqlite;
 
 pub use audit::Event;
-pub use backend::{AuditEntry, Backend, ConsentLimits, SealedConsent, SealedToken};
+pub use backend::{
+    AuditEntry, Backend, ConsentLimits, PinDecision, PinState, SealedConsent, SealedToken,
+    SeenTool, ToolPin,
+};
 pub use seal::{Sealer, KEY_ENV, PREVIOUS_KEYS_ENV};
 
 use serde::{Deserialize, Serialize};
@@ -391,6 +395,33 @@ impl Store {
     }
 
     /// Gives a lock back.
+    /// Records the tool definitions listed now ([`Backend::see_tools`]).
+    pub async fn see_tools(&self, seen: Vec<SeenTool>) -> Result<(), StoreError> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        self.backend.see_tools(seen, now_ms()).await
+    }
+
+    /// Every pin of `servers`, their definitions included.
+    pub async fn tool_pins(&self, servers: Vec<String>) -> Result<Vec<ToolPin>, StoreError> {
+        self.backend.tool_pins(servers, true).await
+    }
+
+    /// A reviewer's decision on a tool's definition ([`Backend::decide_tool`]).
+    pub async fn decide_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        digest: &str,
+        decision: PinDecision,
+        by: &str,
+    ) -> Result<bool, StoreError> {
+        self.backend
+            .decide_tool(server, tool, digest, decision, by, now_ms())
+            .await
+    }
+
     pub async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
         self.backend.unlock(name, holder).await
     }

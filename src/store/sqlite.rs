@@ -2,7 +2,10 @@
 //! connection on tokio's blocking pool. One connection per process serialises writes,
 //! which SQLite does anyway; replicas use PostgreSQL.
 
-use super::backend::{AuditEntry, Backend, ConsentLimits, SealedConsent, SealedToken};
+use super::backend::{
+    AuditEntry, Backend, ConsentLimits, PinDecision, PinState, SealedConsent, SealedToken,
+    SeenTool, ToolPin,
+};
 use super::migrations::{self, MIGRATIONS};
 use super::StoreError;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -434,4 +437,104 @@ impl Backend for SqliteBackend {
         })
         .await
     }
+
+    async fn see_tools(&self, seen: Vec<SeenTool>, now_ms: i64) -> Result<(), StoreError> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for t in &seen {
+                let state = if t.approved_by.is_some() {
+                    PinState::Approved
+                } else {
+                    PinState::Pending
+                };
+                let added = tx.execute(
+                    super::pins::insert_sql(false),
+                    params![
+                        t.server,
+                        t.tool,
+                        t.digest,
+                        t.definition,
+                        state.as_str(),
+                        now_ms,
+                        t.approved_by
+                    ],
+                )?;
+                if added > 0 && state == PinState::Pending {
+                    tx.execute(
+                        super::pins::drop_older_pending_sql(false),
+                        params![t.server, t.tool, t.digest],
+                    )?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn tool_pins(
+        &self,
+        servers: Vec<String>,
+        definitions: bool,
+    ) -> Result<Vec<ToolPin>, StoreError> {
+        self.with(move |c| {
+            let mut out = Vec::new();
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {} FROM tool_pins WHERE server = ?1 ORDER BY tool, seen_at",
+                super::pins::columns(definitions)
+            ))?;
+            for server in &servers {
+                let rows = stmt.query_map(params![server], pin_row)?;
+                for r in rows {
+                    out.push(r?);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn decide_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        digest: &str,
+        decision: PinDecision,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (server, tool, digest, by) = (
+            server.to_string(),
+            tool.to_string(),
+            digest.to_string(),
+            by.to_string(),
+        );
+        self.with(move |c| {
+            let n = c.execute(
+                super::pins::decide_sql(false),
+                params![
+                    server,
+                    tool,
+                    digest,
+                    super::pins::decided_state(decision),
+                    by,
+                    now_ms
+                ],
+            )?;
+            Ok(n > 0)
+        })
+        .await
+    }
+}
+
+fn pin_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ToolPin> {
+    Ok(ToolPin {
+        server: r.get(0)?,
+        tool: r.get(1)?,
+        digest: r.get(2)?,
+        definition: r.get(3)?,
+        state: PinState::parse(&r.get::<_, String>(4)?),
+        seen_at: r.get(5)?,
+        decided_by: r.get(6)?,
+        decided_at: r.get(7)?,
+    })
 }

@@ -16,10 +16,12 @@
 pub mod child;
 pub mod handler;
 pub mod http;
+pub mod pins;
 pub mod server;
 
 use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
+pub use pins::Pins;
 use serde_json::{Map, Value};
 pub use server::{Server, Status};
 use std::collections::BTreeMap;
@@ -36,6 +38,8 @@ pub struct Upstreams {
     changes: Arc<AtomicU64>,
     /// Servers that said their tools changed and wait to be listed again.
     stale: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// The gate of pinned definitions, where the server keeps a state store.
+    pins: std::sync::OnceLock<Arc<Pins>>,
 }
 
 impl Upstreams {
@@ -66,6 +70,7 @@ impl Upstreams {
             listings: Mutex::new(Listings::new()),
             changes: Arc::new(AtomicU64::new(0)),
             stale,
+            pins: std::sync::OnceLock::new(),
         })
     }
 
@@ -123,9 +128,46 @@ impl Upstreams {
         changed
     }
 
-    /// The latest listing of every server.
+    /// The latest listing of every server, with only the tools whose definitions are
+    /// approved where definitions are pinned ([`Pins`]).
     pub fn listings(&self) -> Listings {
+        let raw = self.raw_listings();
+        match self.pins.get() {
+            Some(p) => p.filter(raw),
+            None => raw,
+        }
+    }
+
+    /// The latest listing of every server, as the servers gave them.
+    fn raw_listings(&self) -> Listings {
         self.listings.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Pins the servers' tool definitions from now on: only approved ones are listed and
+    /// called. Set once, before the first [`Upstreams::sync_pins`].
+    pub fn set_pins(&self, pins: Pins) -> bool {
+        self.pins.set(Arc::new(pins)).is_ok()
+    }
+
+    /// The gate of pinned definitions, if any.
+    pub fn pins(&self) -> Option<&Arc<Pins>> {
+        self.pins.get()
+    }
+
+    /// Records the definitions listed and reads the approvals back; when what is approved
+    /// changed, the catalog is rebuilt (as after a `list_changed`). A store that cannot be
+    /// reached is reported and the approvals read last stay.
+    pub async fn sync_pins(&self) {
+        let Some(pins) = self.pins.get() else {
+            return;
+        };
+        match pins.sync(&self.raw_listings()).await {
+            Ok(true) => {
+                self.changes.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!("tool pins not read: {e}"),
+        }
     }
 
     /// How many times the servers' tools have been listed again since start: part of what
@@ -146,7 +188,35 @@ impl Upstreams {
             .servers
             .get(id)
             .ok_or_else(|| format!("no MCP server '{id}' in this catalog"))?;
+        // Between a changed listing and the catalog's rebuild the old definition is still
+        // served: a tool whose latest definition is held is not called meanwhile.
+        if self
+            .pins
+            .get()
+            .is_some_and(|p| !self.is_approved(p, id, tool))
+        {
+            return Err(format!(
+                "the definition of '{tool}' on MCP server '{id}' changed and awaits review; \
+                 it is not served until a reviewer approves it"
+            ));
+        }
         server.call(tool, arguments, timeout).await
+    }
+
+    /// Whether server `id` lists `tool` last in a definition `pins` approve.
+    fn is_approved(&self, pins: &Pins, id: &str, tool: &str) -> bool {
+        let Ok(listings) = self.listings.lock() else {
+            return false;
+        };
+        listings.iter().any(|(key, listed)| {
+            key.split('\t').next() == Some(id)
+                && listed.as_ref().is_ok_and(|l| {
+                    l.tools.iter().any(|t| {
+                        t.get("name").and_then(Value::as_str) == Some(tool)
+                            && pins.approves(id, tool, t)
+                    })
+                })
+        })
     }
 
     /// Where each server stands, by id.

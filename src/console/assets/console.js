@@ -1,12 +1,46 @@
 // The console's only script: filters the endpoint table as one types, and sends reviews
-// to /console/api/review as JSON. Every page works without it except saving a review.
+// to /console/api/review and tool decisions to /console/api/tools as JSON. Every page
+// works without it except saving a review or a decision.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
   const filter = document.getElementById("filter");
   if (filter) liveFilter(filter);
   document.querySelectorAll("article.item[data-review]").forEach(reviewCard);
+  document.querySelectorAll("article.item[data-pin]").forEach(pinCard);
 });
+
+function pinCard(card) {
+  const identity = JSON.parse(card.dataset.pin);
+  const message = card.querySelector(".message");
+  card.querySelectorAll("button[data-action]").forEach((b) => {
+    b.addEventListener("click", async (ev) => {
+      ev.preventDefault();
+      const action = b.dataset.action;
+      card.querySelectorAll("button").forEach((x) => (x.disabled = true));
+      try {
+        const res = await fetch("/console/api/tools", {
+          method: "POST", headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ ...identity, action }), credentials: "same-origin",
+        });
+        const answer = await res.json().catch(() => ({}));
+        if (!res.ok) throw new Error(answer.error || res.status + " " + res.statusText);
+        const words = { approve: "Approved: served now", reject: "Rejected: stays held",
+          revoke: "Revoked: no longer served" };
+        message.textContent = words[action];
+        message.classList.remove("failed");
+        const shownAs = { approve: "approved", reject: "rejected", revoke: "new" }[action];
+        const badge = card.querySelector("h3 .badge");
+        if (badge) { badge.textContent = shownAs; badge.className = "badge " + shownAs; }
+        card.querySelectorAll(".actions").forEach((e) => e.remove());
+      } catch (e) {
+        message.textContent = "Not decided: " + e.message;
+        message.classList.add("failed");
+        card.querySelectorAll("button").forEach((x) => (x.disabled = false));
+      }
+    });
+  });
+}
 
 function liveFilter(form) {
   const rows = Array.from(document.querySelectorAll("#endpoints tbody tr"));
