@@ -191,7 +191,7 @@ async fn decide(base: &str, token: &str, body: Value) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_definitions_wait_for_review_on_every_replica() {
-    let s = Setup::new(&["--users", "alice=eng;bob=sales;rita=docs"]).await;
+    let s = Setup::new(&["--users", "alice=eng,admins;bob=sales;rita=docs"]).await;
     let pg = tokio::task::block_in_place(postgres::Postgres::start);
     let url = tokio::task::block_in_place(|| pg.database("pins"));
     let own = own_server("normal");
@@ -199,7 +199,7 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
         "\n[[api]]\nid = \"own\"\nmcp = {{ command = {}, args = {} }}\n{}",
         own["command"],
         own["args"],
-        s.auth("reviewers = { groups = [\"docs\"] }")
+        s.auth("reviewers = { groups = [\"docs\"] }\nadmins = { groups = [\"admins\"] }")
     );
     let config = s.config(&body);
     let _r1 = s
@@ -217,7 +217,10 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
         s.token("rita").await,
     );
 
-    // A new server: every tool held, on both replicas, in lists, answers and calls.
+    // A new server: every tool held, on both replicas, in lists, answers and calls; the
+    // replica is ready all the same (it answers, with nothing found).
+    let ready = reqwest::get(format!("{}/readyz", s.base)).await.unwrap();
+    assert_eq!(ready.status(), 200);
     for mcp in [&mcp1, &mcp2] {
         let names = listed(mcp, &alice).await;
         assert!(!names.iter().any(|n| n.starts_with("own__")), "{names:?}");
@@ -369,6 +372,24 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
         n.contains(&"own__echo".to_string())
     })
     .await;
+
+    // The metrics count calls to the server and the tools it holds.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        r#"shortlist_mcp_upstream_calls_total{server="own",result="ok"}"#,
+        r#"shortlist_mcp_servers{state="running"} 1"#,
+        r#"shortlist_mcp_tools_held{server="own"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "no {line} in\n{metrics}");
+    }
 
     // Every decision is in the audit log, by its reviewer.
     let (status, log) = {

@@ -23,7 +23,10 @@ pub fn router(console: Arc<Console>) -> axum::Router {
         .with_state(console)
 }
 
-async fn metrics(viewer: Viewer) -> Response {
+async fn metrics(
+    axum::extract::State(console): axum::extract::State<Arc<Console>>,
+    viewer: Viewer,
+) -> Response {
     if !viewer.is_admin() {
         tracing::info!(viewer = %viewer.describe(), "metrics refused: not an admin");
         return (
@@ -31,6 +34,22 @@ async fn metrics(viewer: Viewer) -> Response {
             "metrics are for the console's admins ([auth] admins)\n",
         )
             .into_response();
+    }
+    if let Some(u) = console
+        .server()
+        .invoker()
+        .upstreams()
+        .filter(|u| !u.is_empty())
+    {
+        let mut states = std::collections::BTreeMap::new();
+        for word in crate::upstream::Status::WORDS {
+            states.insert(word, 0);
+        }
+        for (_, status) in u.health() {
+            *states.entry(status.word()).or_default() += 1;
+        }
+        let held = u.pins().map(|p| p.held_counts()).unwrap_or_default();
+        crate::telemetry::metrics::mcp_servers(&states, &held);
     }
     match crate::telemetry::metrics::render() {
         Some(text) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], text).into_response(),

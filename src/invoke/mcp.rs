@@ -43,11 +43,20 @@ pub async fn call(
         ));
     };
     let span = crate::telemetry::trace::upstream_span(&ep.api, "tools/call", &ep.path, &tool.name);
-    match upstreams
+    let started = std::time::Instant::now();
+    let answered = upstreams
         .call(&tool.server, &tool.name, arguments(ep, valid), timeout)
-        .instrument(span)
-        .await
-    {
+        .instrument(span.clone())
+        .await;
+    crate::telemetry::metrics::mcp_upstream_call(
+        &tool.server,
+        answered.as_ref().ok().map(|r| r.is_error == Some(true)),
+        started.elapsed(),
+    );
+    if !matches!(&answered, Ok(r) if r.is_error != Some(true)) {
+        crate::telemetry::trace::mark_error(&span);
+    }
+    match answered {
         Ok(result) => shape(result, max_bytes),
         Err(reason) => CallOutcome::error(reason),
     }

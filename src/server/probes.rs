@@ -41,7 +41,10 @@ async fn ready(State(p): State<Probe>) -> Response {
             .into_response();
     }
     let served = p.state.served();
-    if served.is_empty() {
+    let upstreams = p.state.invoker().upstreams().filter(|u| !u.is_empty());
+    // A catalog of MCP servers may be empty while every tool awaits review or no server
+    // answers yet: it still answers MCP requests (with nothing found), so it is ready.
+    if served.is_empty() && upstreams.is_none() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"status": "no endpoint served"})),
@@ -49,7 +52,7 @@ async fn ready(State(p): State<Probe>) -> Response {
             .into_response();
     }
     let mut body = json!({"status": "ready", "generation": served.generation()});
-    if let Some(upstreams) = p.state.invoker().upstreams().filter(|u| !u.is_empty()) {
+    if let Some(upstreams) = upstreams {
         let mut counts = std::collections::BTreeMap::<&str, usize>::new();
         for (_, status) in upstreams.health() {
             *counts.entry(status.word()).or_default() += 1;

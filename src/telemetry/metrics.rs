@@ -48,6 +48,15 @@ pub const CONSENT_PAGES_LIMITED: &str = "shortlist_consent_pages_limited_total";
 /// ([`OAUTH_CALLBACK_RESULTS`]); `unknown_state` names no pending consent, and leaves no
 /// audit row (anyone can send one).
 pub const OAUTH_CALLBACKS: &str = "shortlist_oauth_callbacks_total";
+/// Counter: calls to upstream MCP servers' tools, by `server` and `result` (`ok`,
+/// `tool_error` for a result with `isError`, `error` when no result came).
+pub const MCP_UPSTREAM_CALLS: &str = "shortlist_mcp_upstream_calls_total";
+/// Histogram: the time of a call to an upstream MCP server's tool, by `server`.
+pub const MCP_UPSTREAM_DURATION: &str = "shortlist_mcp_upstream_call_duration_seconds";
+/// Gauge: the catalog's MCP servers by `state` (running, starting, backing_off, ...).
+pub const MCP_SERVERS: &str = "shortlist_mcp_servers";
+/// Gauge: tools an MCP server lists that are held for review, by `server`.
+pub const MCP_TOOLS_HELD: &str = "shortlist_mcp_tools_held";
 
 /// Histogram buckets in seconds: a ranked answer takes milliseconds, an upstream call up to
 /// its timeout, a reload of a large catalog minutes.
@@ -156,6 +165,42 @@ fn describe() {
         "consent pages refused for asking too fast, by scope"
     );
     describe_counter!(OAUTH_CALLBACKS, "OAuth consent callbacks by result");
+    describe_counter!(
+        MCP_UPSTREAM_CALLS,
+        "calls to upstream MCP servers' tools by server and result"
+    );
+    describe_histogram!(
+        MCP_UPSTREAM_DURATION,
+        metrics::Unit::Seconds,
+        "upstream MCP tool call latency by server"
+    );
+    describe_gauge!(MCP_SERVERS, "the catalog's MCP servers by state");
+    describe_gauge!(MCP_TOOLS_HELD, "MCP tools held for review, by server");
+}
+
+/// One call to an upstream MCP server's tool: `Some(is_error)` when it answered.
+pub fn mcp_upstream_call(server: &str, answered: Option<bool>, took: Duration) {
+    let result = match answered {
+        Some(false) => "ok",
+        Some(true) => "tool_error",
+        None => "error",
+    };
+    counter!(MCP_UPSTREAM_CALLS, "server" => server.to_string(), "result" => result).increment(1);
+    histogram!(MCP_UPSTREAM_DURATION, "server" => server.to_string()).record(took.as_secs_f64());
+}
+
+/// The MCP servers' states and held tools, as the server sees them now (set before each
+/// scrape: they are read, not counted).
+pub fn mcp_servers(
+    states: &std::collections::BTreeMap<&'static str, usize>,
+    held: &[(String, usize)],
+) {
+    for (state, n) in states {
+        gauge!(MCP_SERVERS, "state" => *state).set(*n as f64);
+    }
+    for (server, n) in held {
+        gauge!(MCP_TOOLS_HELD, "server" => server.clone()).set(*n as f64);
+    }
 }
 
 /// The label of an MCP method: the protocol's name, or `other`.

@@ -46,6 +46,8 @@ pub struct Pins {
     approved: Mutex<Approved>,
     /// Held tools already reported, so that each is logged once.
     reported: Mutex<BTreeSet<(String, String, String)>>,
+    /// How many tools each server lists that are held, as of the last filtering.
+    held: Mutex<BTreeMap<String, usize>>,
 }
 
 struct Entry {
@@ -84,6 +86,7 @@ impl Pins {
             servers,
             approved: Mutex::new(Approved::new()),
             reported: Mutex::new(BTreeSet::new()),
+            held: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -220,6 +223,12 @@ impl Pins {
                 ok
             });
         }
+        if let Ok(mut counts) = self.held.lock() {
+            counts.clear();
+            for id in self.servers.keys() {
+                counts.insert(id.clone(), held.iter().filter(|h| h.0 == *id).count());
+            }
+        }
         if let Ok(mut reported) = self.reported.lock() {
             for h in held {
                 if reported.insert(h.clone()) {
@@ -233,6 +242,14 @@ impl Pins {
             }
         }
         listings
+    }
+
+    /// How many tools each server lists that are held, as of the last rebuild.
+    pub fn held_counts(&self) -> Vec<(String, usize)> {
+        self.held
+            .lock()
+            .map(|h| h.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default()
     }
 
     /// Whether `tool` (named `name`) of server `id` is served in this definition.

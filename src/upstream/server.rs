@@ -57,6 +57,9 @@ impl Status {
         }
     }
 
+    /// Every [`Status::word`], so that a gauge says 0 for a state no server is in.
+    pub const WORDS: [&'static str; 5] = ["idle", "starting", "running", "down", "crash_loop"];
+
     /// One word for counts and metrics: `idle`, `starting`, `running`, `down`, `crash_loop`.
     pub fn word(&self) -> &'static str {
         match self {
