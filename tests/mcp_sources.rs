@@ -326,6 +326,111 @@ fn a_server_over_streamable_http_is_listed_and_called() {
     assert!(said.contains("Echo: over streamable HTTP"), "{said}");
 }
 
+/// The real server-everything listening on 127.0.0.1 in `mode` (`sse`, `streamableHttp`):
+/// the child and its port.
+fn everything_over_http(mode: &str) -> (std::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(node22())
+        .arg(npm_server("server-everything"))
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start server-everything");
+    let up = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            up.elapsed() < std::time::Duration::from_secs(30),
+            "not listening"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (child, port)
+}
+
+/// `shortlist call TOOL ARGS -c` a catalog config holding `config`: status, stdout, stderr.
+fn call_with(config: &str, tool: &str, args: &str) -> (bool, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.toml");
+    std::fs::write(&file, config).unwrap();
+    let out = std::process::Command::new(shortlist_bin())
+        .args(["call", tool, args, "-c"])
+        .arg(&file)
+        .output()
+        .expect("run shortlist call");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A server reached over the HTTP+SSE transport of 2024-11-05: the real server-everything
+/// in its `sse` mode, listed and called.
+#[test]
+fn a_server_over_http_sse_is_listed_and_called() {
+    let (mut everything, port) = everything_over_http("sse");
+    let (ok, said, err) = call_with(
+        &format!(
+            "[[api]]\nid = \"old\"\nmcp = {{ url = \"http://127.0.0.1:{port}/sse\", transport = \"sse\" }}\n"
+        ),
+        "old__echo",
+        r#"{"message": "over HTTP+SSE"}"#,
+    );
+    let _ = everything.kill();
+    let _ = everything.wait();
+    assert!(ok, "{said}\n{err}");
+    assert!(said.contains("Echo: over HTTP+SSE"), "{said}");
+}
+
+/// An HTTP MCP server is reached under the same address policy as an API: a metadata
+/// address never (without `allow_link_local`), a loopback one from a team server only with
+/// `allow_private`.
+#[test]
+fn http_servers_follow_the_address_policy() {
+    let (mut everything, port) = everything_over_http("streamableHttp");
+    let team = "[auth]\nissuer = \"https://idp.example.com\"\naudience = \"https://shortlist.example.com/mcp\"\n";
+    let entry = |extra: &str| {
+        format!(
+            "[[api]]\nid = \"remote\"\n{extra}mcp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\n"
+        )
+    };
+    let (ok, said, err) = call_with(
+        &format!("{}{team}", entry("")),
+        "remote__echo",
+        r#"{"message": "x"}"#,
+    );
+    let (ok2, said2, err2) = call_with(
+        &format!("{}{team}", entry("allow_private = true\n")),
+        "remote__echo",
+        r#"{"message": "allowed"}"#,
+    );
+    let _ = everything.kill();
+    let _ = everything.wait();
+    assert!(!ok, "{said}");
+    assert!(
+        err.contains("refusing to connect to 127.0.0.1") && err.contains("allow_private = true"),
+        "{err}"
+    );
+    assert!(ok2, "{said2}\n{err2}");
+    assert!(said2.contains("Echo: allowed"), "{said2}");
+    let (ok, _, err) = call_with(
+        "[[api]]\nid = \"meta\"\nmcp = { url = \"http://169.254.169.254/mcp\" }\n",
+        "meta__anything",
+        "{}",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("refusing to connect to 169.254.169.254"),
+        "{err}"
+    );
+}
+
 /// MCP Inspector's CLI, a second real client, calls a real server's tool through shortlist
 /// (`call_tool`), and lists the server's tools as tools under the catalog exposure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

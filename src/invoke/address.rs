@@ -178,36 +178,47 @@ pub fn proxy_refusal(ip: IpAddr, host: &str, why: &str) -> String {
     )
 }
 
+impl GuardedResolver {
+    /// The addresses of `host` this resolver lets a client connect to; an error when it
+    /// has none (every address refused, or the name unknown).
+    pub async fn lookup(&self, host: &str) -> Result<Vec<SocketAddr>, String> {
+        let addrs: Vec<SocketAddr> = match self.fixed.get(host) {
+            Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
+            None => tokio::net::lookup_host((host, 0))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?
+                .collect(),
+        };
+        let proxy = self.proxies.iter().any(|p| p == host);
+        let policy = if proxy { PROXY_POLICY } else { self.policy };
+        if policy == Policy::ANY {
+            return Ok(addrs);
+        }
+        let mut first_refused = None;
+        let allowed: Vec<SocketAddr> = addrs
+            .into_iter()
+            .filter(|a| match refused_by(a.ip(), policy) {
+                Some(why) => {
+                    first_refused.get_or_insert((a.ip(), why));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        match (allowed.is_empty(), first_refused) {
+            (true, Some((ip, why))) if proxy => Err(proxy_refusal(ip, host, why)),
+            (true, Some((ip, why))) => Err(refusal(ip, host, why)),
+            _ => Ok(allowed),
+        }
+    }
+}
+
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let this = self.clone();
         Box::pin(async move {
-            let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = match this.fixed.get(&host) {
-                Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
-                None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
-            };
-            let proxy = this.proxies.contains(&host);
-            let policy = if proxy { PROXY_POLICY } else { this.policy };
-            if policy == Policy::ANY {
-                return Ok(Box::new(addrs.into_iter()) as Addrs);
-            }
-            let mut first_refused = None;
-            let allowed: Vec<SocketAddr> = addrs
-                .into_iter()
-                .filter(|a| match refused_by(a.ip(), policy) {
-                    Some(why) => {
-                        first_refused.get_or_insert((a.ip(), why));
-                        false
-                    }
-                    None => true,
-                })
-                .collect();
-            match (allowed.is_empty(), first_refused) {
-                (true, Some((ip, why))) if proxy => Err(proxy_refusal(ip, &host, why).into()),
-                (true, Some((ip, why))) => Err(refusal(ip, &host, why).into()),
-                _ => Ok(Box::new(allowed.into_iter()) as Addrs),
-            }
+            let addrs = this.lookup(name.as_str()).await?;
+            Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
 }

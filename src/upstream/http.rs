@@ -1,12 +1,17 @@
-//! Reaching an MCP server over streamable HTTP.
+//! Reaching an MCP server over HTTP: streamable HTTP, or the older HTTP+SSE ([`super::sse`]).
 //!
 //! The client follows the same rules as calls to APIs: no proxy from the environment, no
-//! redirects (a server that moved is reconfigured, not followed), a bearer token read from
-//! the variable the entry names, and the entry's literal headers. The URL's own
-//! credentials are sent as the URL carries them and never appear in messages.
+//! redirects (a server that moved is reconfigured, not followed), the same address policy
+//! (link-local and metadata addresses refused unless the entry says `allow_link_local`;
+//! loopback and private ones, on a team server, unless it says `allow_private`; checked on
+//! the addresses a name resolves to as on IP literals), a bearer token read from the
+//! variable the entry names, and the entry's literal headers. The URL's own credentials
+//! are sent as the URL carries them and never appear in messages.
 
 use crate::catalog::config::{ApiConfig, AuthConfig};
 use crate::catalog::mcp_config::McpSource;
+use crate::invoke::address::{self, GuardedResolver, Policy};
+use reqwest_mcp::header::{HeaderName, HeaderValue};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use std::collections::HashMap;
@@ -24,45 +29,122 @@ fn tls() -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
-/// The transport for an HTTP entry; `Err` says what in the entry is wrong.
-pub fn transport(
-    entry: &ApiConfig,
-    source: &McpSource,
-) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
-    let url = source
+/// The HTTP client's resolver: the same address policy as calls to APIs.
+struct Guarded(GuardedResolver);
+
+impl reqwest_mcp::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest_mcp::dns::Name) -> reqwest_mcp::dns::Resolving {
+        let resolver = self.0.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs = resolver.lookup(&host).await?;
+            Ok(Box::new(addrs.into_iter()) as reqwest_mcp::dns::Addrs)
+        })
+    }
+}
+
+/// The server's URL, refused when it names an address the policy refuses (a name is
+/// checked when it resolves, in [`Guarded`]).
+fn checked_url(source: &McpSource, policy: Policy) -> Result<&str, String> {
+    let raw = source
         .url
         .as_deref()
         .ok_or("an HTTP MCP server needs `url`")?;
-    let client = reqwest_mcp::Client::builder()
+    let url = url::Url::parse(raw).map_err(|e| format!("`url` is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("`url` must be an http:// or https:// URL".into());
+    }
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+        _ => None,
+    };
+    if let Some(ip) = ip {
+        if let Some(why) = address::refused_by(ip, policy) {
+            return Err(address::refusal(
+                ip,
+                url.host_str().unwrap_or_default(),
+                why,
+            ));
+        }
+    }
+    Ok(raw)
+}
+
+/// The HTTP client an entry's connection uses.
+fn client(policy: Policy) -> Result<reqwest_mcp::Client, String> {
+    reqwest_mcp::Client::builder()
         .no_proxy()
         .redirect(reqwest_mcp::redirect::Policy::none())
         .tls_backend_preconfigured(tls())
+        .dns_resolver(Guarded(GuardedResolver {
+            policy,
+            ..GuardedResolver::default()
+        }))
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
-        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))
+}
+
+/// The bearer token an entry names, if any.
+fn bearer(entry: &ApiConfig) -> Result<Option<String>, String> {
     match &entry.auth {
-        None => {}
-        Some(AuthConfig::Bearer { token_env }) => {
-            let token = std::env::var(token_env)
-                .map_err(|_| format!("the bearer token's variable {token_env} is not set"))?;
-            config = config.auth_header(token);
-        }
-        Some(_) => {
-            return Err(
-                "an MCP server takes `auth = { kind = \"bearer\", token_env = \"...\" }` only"
-                    .into(),
-            )
-        }
+        None => Ok(None),
+        Some(AuthConfig::Bearer { token_env }) => std::env::var(token_env)
+            .map(Some)
+            .map_err(|_| format!("the bearer token's variable {token_env} is not set")),
+        Some(_) => Err(
+            "an MCP server takes `auth = { kind = \"bearer\", token_env = \"...\" }` only".into(),
+        ),
     }
+}
+
+/// The entry's literal headers.
+fn headers(entry: &ApiConfig) -> Result<HashMap<HeaderName, HeaderValue>, String> {
     let mut headers = HashMap::new();
     for (k, v) in &entry.headers {
-        let name = reqwest_mcp::header::HeaderName::from_bytes(k.as_bytes())
+        let name = HeaderName::from_bytes(k.as_bytes())
             .map_err(|_| format!("header '{k}' is not a valid header name"))?;
-        let value = reqwest_mcp::header::HeaderValue::from_str(v)
+        let value = HeaderValue::from_str(v)
             .map_err(|_| format!("header '{k}' has a value that is not a valid header value"))?;
         headers.insert(name, value);
     }
-    config.custom_headers = headers;
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok(headers)
+}
+
+/// The transport for a streamable HTTP entry; `Err` says what in the entry is wrong.
+pub fn transport(
+    entry: &ApiConfig,
+    source: &McpSource,
+    policy: Policy,
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+    let url = checked_url(source, policy)?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(token) = bearer(entry)? {
+        config = config.auth_header(token);
+    }
+    config.custom_headers = headers(entry)?;
+    Ok(StreamableHttpClientTransport::with_client(
+        client(policy)?,
+        config,
+    ))
+}
+
+/// The transport for an HTTP+SSE entry (2024-11-05), connected.
+pub async fn sse_transport(
+    entry: &ApiConfig,
+    source: &McpSource,
+    policy: Policy,
+) -> Result<super::sse::SseTransport, String> {
+    let url = checked_url(source, policy)?;
+    let mut map = reqwest_mcp::header::HeaderMap::new();
+    for (k, v) in headers(entry)? {
+        map.insert(k, v);
+    }
+    if let Some(token) = bearer(entry)? {
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the bearer token is not a valid header value".to_string())?;
+        map.insert(reqwest_mcp::header::AUTHORIZATION, value);
+    }
+    super::sse::SseTransport::connect(client(policy)?, url, map).await
 }

@@ -18,6 +18,7 @@ pub mod handler;
 pub mod http;
 pub mod pins;
 pub mod server;
+pub mod sse;
 
 use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
@@ -59,9 +60,14 @@ impl Upstreams {
                         s.insert(marked.clone());
                     }
                 });
+                // The same address policy as the entry's API calls would have.
+                let policy = crate::invoke::address::Policy {
+                    link_local: entry.allow_link_local,
+                    private: config.auth.is_none() || entry.allow_private,
+                };
                 Some((
                     id.clone(),
-                    Arc::new(Server::new(&id, entry.clone(), on_changed)),
+                    Arc::new(Server::new(&id, entry.clone(), on_changed, policy)),
                 ))
             })
             .collect();

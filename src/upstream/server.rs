@@ -86,15 +86,23 @@ enum State {
 pub struct Server {
     pub id: String,
     entry: ApiConfig,
+    /// Which addresses an HTTP server may be reached at.
+    policy: crate::invoke::address::Policy,
     state: Mutex<State>,
     on_list_changed: OnListChanged,
 }
 
 impl Server {
-    pub fn new(id: &str, entry: ApiConfig, on_list_changed: OnListChanged) -> Server {
+    pub fn new(
+        id: &str,
+        entry: ApiConfig,
+        on_list_changed: OnListChanged,
+        policy: crate::invoke::address::Policy,
+    ) -> Server {
         Server {
             id: id.to_string(),
             entry,
+            policy,
             state: Mutex::new(State::Idle),
             on_list_changed,
         }
@@ -314,17 +322,20 @@ impl Server {
                     .map_err(|e| format!("it did not initialize: {e}"))
             }
             McpTransport::StreamableHttp => {
-                let transport = super::http::transport(&self.entry, source)?;
+                let transport = super::http::transport(&self.entry, source, self.policy)?;
                 handler
                     .serve(transport)
                     .await
                     .map_err(|e| format!("it did not initialize: {e}"))
             }
-            McpTransport::Sse => Err(
-                "the HTTP+SSE transport (2024-11-05) is not supported; use the server's \
-                 streamable HTTP endpoint"
-                    .into(),
-            ),
+            McpTransport::Sse => {
+                let transport =
+                    super::http::sse_transport(&self.entry, source, self.policy).await?;
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("it did not initialize: {e}"))
+            }
         }
     }
 }
