@@ -38,7 +38,9 @@ fn catalog_of(servers: &[(&str, &str)]) -> (tempfile::TempDir, CatalogConfig) {
 
 async fn call(u: &Upstreams, server: &str, tool: &str, args: Value) -> Result<String, String> {
     let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
-    let r = u.call(server, tool, args, Duration::from_secs(10)).await?;
+    let r = u
+        .call(server, tool, args, Duration::from_secs(10), None)
+        .await?;
     Ok(text(&json!({ "content": r.content })))
 }
 

@@ -326,6 +326,49 @@ fn a_server_over_streamable_http_is_listed_and_called() {
     assert!(said.contains("Echo: over streamable HTTP"), "{said}");
 }
 
+/// A client that asks for progress gets the upstream's progress notifications for its
+/// call, in order, in both protocol eras: the real server-everything's long-running
+/// operation reports each step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_of_an_upstream_call_reaches_the_client() {
+    require_model();
+    let dir = tempfile::tempdir().unwrap();
+    let config = client_config(
+        dir.path(),
+        json!({"everything": {"command": node22(), "args": [npm_server("server-everything"), "stdio"]}}),
+    );
+    let serve = format!(
+        "{} serve {} --data-dir {}",
+        shortlist_bin(),
+        config.display(),
+        dir.path().join("index").display()
+    );
+    for mode in ["legacy", "auto"] {
+        let doc = python_client(
+            Target::Stdio(serve.clone()),
+            mode,
+            json!([
+                {"op": "call", "tool": "call_tool", "progress": true, "args": {
+                    "name": "everything__trigger-long-running-operation",
+                    "arguments": {"duration": 1, "steps": 3}}},
+                {"op": "call", "tool": "call_tool", "args": {
+                    "name": "everything__trigger-long-running-operation",
+                    "arguments": {"duration": 0.3, "steps": 2}}},
+            ]),
+        )
+        .await;
+        let called = step(&doc, 0);
+        assert_eq!(called["isError"], false, "{mode}: {called:#}");
+        assert_eq!(
+            called["progress"],
+            json!([[1.0, 3.0, null], [2.0, 3.0, null], [3.0, 3.0, null]]),
+            "{mode}: {called:#}"
+        );
+        // Without a progress token, none is sent upstream and the call still completes.
+        assert_eq!(step(&doc, 1)["isError"], false, "{mode}: {doc:#}");
+    }
+}
+
 /// The real server-everything listening on 127.0.0.1 in `mode` (`sse`, `streamableHttp`):
 /// the child and its port.
 fn everything_over_http(mode: &str) -> (std::process::Child, u16) {

@@ -32,6 +32,7 @@ pub async fn call(
     valid: &ValidArgs,
     timeout: Duration,
     max_bytes: usize,
+    progress: Option<crate::upstream::Progress>,
 ) -> CallOutcome {
     let Some(tool) = &ep.mcp else {
         return CallOutcome::error("not an MCP tool");
@@ -45,7 +46,13 @@ pub async fn call(
     let span = crate::telemetry::trace::upstream_span(&ep.api, "tools/call", &ep.path, &tool.name);
     let started = std::time::Instant::now();
     let answered = upstreams
-        .call(&tool.server, &tool.name, arguments(ep, valid), timeout)
+        .call(
+            &tool.server,
+            &tool.name,
+            arguments(ep, valid),
+            timeout,
+            progress,
+        )
         .instrument(span.clone())
         .await;
     crate::telemetry::metrics::mcp_upstream_call(

@@ -17,6 +17,8 @@ pub struct Caller {
     pub person: Option<crate::credentials::Person>,
     /// The OAuth client the person's access token was issued to, for the audit log.
     pub client_id: Option<String>,
+    /// Where a call's progress goes, when the client asked for it with a progress token.
+    pub progress: Option<crate::upstream::Progress>,
 }
 
 impl Caller {

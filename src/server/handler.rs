@@ -154,6 +154,7 @@ impl ShortlistServer {
             sight: self.sight(ctx),
             person: person(ctx),
             client_id: principal(ctx).and_then(|p| p.client_id.clone()),
+            progress: progress(ctx),
         }
     }
 
@@ -205,6 +206,31 @@ impl Drop for ShortlistServer {
 }
 
 /// The person a request comes from, as the `[auth]` layer verified it.
+/// A sink that sends the client `notifications/progress` for its request, in order, when
+/// the request carries a progress token.
+fn progress(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::Progress> {
+    let token = ctx.meta.get_progress_token()?;
+    let peer = ctx.peer.clone();
+    // Bounded: an upstream reporting faster than the client reads loses notifications,
+    // never memory.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(f64, Option<f64>, Option<String>)>(64);
+    // Ends when the call's sink is dropped and what it sent is delivered.
+    tokio::spawn(async move {
+        while let Some((progress, total, message)) = rx.recv().await {
+            let mut p = rmcp::model::ProgressNotificationParam::new(token.clone(), progress);
+            p.total = total;
+            p.message = message;
+            if let Err(e) = peer.notify_progress(p).await {
+                tracing::debug!(error = %e, "progress not delivered");
+                return;
+            }
+        }
+    });
+    Some(std::sync::Arc::new(move |p, t, m| {
+        let _ = tx.try_send((p, t, m));
+    }))
+}
+
 fn principal(ctx: &RequestContext<RoleServer>) -> Option<&crate::auth::Principal> {
     ctx.extensions
         .get::<axum::http::request::Parts>()

@@ -3,7 +3,7 @@
 //! It advertises no capability (no roots, no sampling, no elicitation): an upstream may
 //! ask its client for them, and shortlist never answers on a person's behalf. What it
 //! listens for is `notifications/tools/list_changed`, which makes the server's owner list
-//! it again.
+//! it again, and the progress of calls that asked for it ([`super::progress`]).
 
 // Roots, sampling and logging are deprecated in the newest revision, but upstreams on older
 // ones still use them: declining and logging them is what this handler is for.
@@ -12,7 +12,7 @@
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
     CreateMessageResult, ErrorData, Implementation, ListRootsRequestMethod, ListRootsResult,
-    LoggingMessageNotificationParam,
+    LoggingMessageNotificationParam, NumberOrString, ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
@@ -26,13 +26,19 @@ pub type OnListChanged = Arc<dyn Fn() + Send + Sync>;
 pub struct Handler {
     server: Arc<str>,
     on_list_changed: OnListChanged,
+    relays: super::progress::Relays,
 }
 
 impl Handler {
-    pub fn new(server: &str, on_list_changed: OnListChanged) -> Handler {
+    pub fn new(
+        server: &str,
+        on_list_changed: OnListChanged,
+        relays: super::progress::Relays,
+    ) -> Handler {
         Handler {
             server: server.into(),
             on_list_changed,
+            relays,
         }
     }
 }
@@ -43,6 +49,23 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("shortlist", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = match &params.progress_token.0 {
+            NumberOrString::String(s) => s.to_string(),
+            NumberOrString::Number(n) => n.to_string(),
+        };
+        if !self
+            .relays
+            .relay(&token, params.progress, params.total, params.message)
+        {
+            tracing::debug!(server = %self.server, "progress for no call in flight, dropped");
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

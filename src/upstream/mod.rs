@@ -17,12 +17,14 @@ pub mod child;
 pub mod handler;
 pub mod http;
 pub mod pins;
+pub mod progress;
 pub mod server;
 pub mod sse;
 
 use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
 pub use pins::Pins;
+pub use progress::Progress;
 use serde_json::{Map, Value};
 pub use server::{Server, Status};
 use std::collections::BTreeMap;
@@ -182,13 +184,14 @@ impl Upstreams {
         self.changes.load(Ordering::SeqCst)
     }
 
-    /// Calls `tool` on server `id`.
+    /// Calls `tool` on server `id`; its progress goes to `progress` when given.
     pub async fn call(
         &self,
         id: &str,
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
+        progress: Option<Progress>,
     ) -> Result<rmcp::model::CallToolResult, String> {
         let server = self
             .servers
@@ -206,7 +209,7 @@ impl Upstreams {
                  it is not served until a reviewer approves it"
             ));
         }
-        server.call(tool, arguments, timeout).await
+        server.call(tool, arguments, timeout, progress).await
     }
 
     /// Whether server `id` lists `tool` last in a definition `pins` approve.

@@ -11,7 +11,11 @@ use super::handler::{Handler, OnListChanged};
 use crate::catalog::config::ApiConfig;
 use crate::catalog::mcp_config::{McpSource, McpTransport, DEFAULT_START_TIMEOUT_SECS};
 use crate::catalog::mcp_tools::{listing_key, Listing, MAX_TOOLS};
-use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, NumberOrString, PaginatedRequestParams, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -88,6 +92,8 @@ pub struct Server {
     entry: ApiConfig,
     /// Which addresses an HTTP server may be reached at.
     policy: crate::invoke::address::Policy,
+    /// Calls waiting for their progress, shared with each connection's handler.
+    relays: super::progress::Relays,
     state: Mutex<State>,
     on_list_changed: OnListChanged,
 }
@@ -103,6 +109,7 @@ impl Server {
             id: id.to_string(),
             entry,
             policy,
+            relays: super::progress::Relays::default(),
             state: Mutex::new(State::Idle),
             on_list_changed,
         }
@@ -196,10 +203,11 @@ impl Server {
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
+        progress: Option<super::Progress>,
     ) -> Result<CallToolResult, String> {
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        match tokio::time::timeout(timeout, self.send_call(&peer, params, progress)).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
                 if peer.is_transport_closed() {
@@ -222,6 +230,43 @@ impl Server {
                 self.id,
                 timeout.as_secs()
             )),
+        }
+    }
+
+    /// Sends `tools/call` and waits for its answer, relaying the upstream's progress for it
+    /// to `progress`; dropped before the answer, the request is cancelled upstream.
+    async fn send_call(
+        &self,
+        peer: &rmcp::Peer<RoleClient>,
+        params: CallToolRequestParams,
+        progress: Option<super::Progress>,
+    ) -> Result<CallToolResult, rmcp::ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        // Every request carries a progress token of the connection's own: the upstream's
+        // progress for this call names it.
+        let token = match &handle.progress_token.0 {
+            NumberOrString::String(s) => s.to_string(),
+            NumberOrString::Number(n) => n.to_string(),
+        };
+        let _relayed = progress.map(|sink| self.relays.register_as(token, sink));
+        let mut abandoned = Abandoned {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answered = handle.await_response().await;
+        abandoned.id = None;
+        match answered? {
+            ServerResult::CallToolResult(r) => Ok(r),
+            ServerResult::InputRequiredResult(_) => Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text(
+                    "the MCP server asked for more input during the call, which shortlist \
+                     does not answer on anyone's behalf",
+                ),
+            ])),
+            _ => Err(rmcp::ServiceError::UnexpectedResponse),
         }
     }
 
@@ -310,7 +355,7 @@ impl Server {
     }
 
     async fn connect(&self) -> Result<Service, String> {
-        let handler = Handler::new(&self.id, self.on_list_changed.clone());
+        let handler = Handler::new(&self.id, self.on_list_changed.clone(), self.relays.clone());
         let source = self.source();
         match source.transport() {
             McpTransport::Stdio => {
@@ -367,5 +412,31 @@ async fn list_all(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Value>, String> {
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server").field("id", &self.id).finish()
+    }
+}
+
+/// A call whose answer is no longer awaited (its time ran out, or its caller went away):
+/// the upstream is told to stop working on it.
+struct Abandoned {
+    peer: rmcp::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("the call was abandoned by its caller".into()),
+                    ))
+                    .await;
+            });
+        }
     }
 }

@@ -37,7 +37,10 @@ Script: a JSON array of steps, run in order:
          i.e. the SDK's response cache honours the server's ttlMs like a real client;
          records each page's ttlMs, cacheScope and nextCursor under "hints")
   {"op": "list_page", "cursor": "..."}  one page at that cursor, uncached
-  {"op": "call", "tool": "NAME", "args": {...}}
+  {"op": "call", "tool": "NAME", "args": {...}, "progress": true}  (with "progress", a
+         progress callback is given: the call carries a progress token, and each
+         notifications/progress received is recorded under "progress" as
+         [progress, total, message])
   {"op": "wait_list_changed", "timeout": 10}   true if a tools list_changed arrived since
          the previous wait (or connect), else false after the timeout
   {"op": "sleep", "seconds": 0.5}
@@ -131,7 +134,16 @@ async def run_steps(client: Client, steps: list[dict], changes: Changes, out: li
                 rec.update(names=[t.name for t in page.tools], nextCursor=page.next_cursor)
             elif op == "call":
                 rec["tool"] = step["tool"]
-                res = dump(await client.call_tool(step["tool"], step.get("args") or {}))
+                callback = None
+                if step.get("progress"):
+                    seen: list = []
+                    rec["progress"] = seen
+
+                    async def callback(progress, total, message, seen=seen):
+                        seen.append([progress, total, message])
+
+                res = dump(await client.call_tool(step["tool"], step.get("args") or {},
+                                                  progress_callback=callback))
                 rec.update(isError=res.pop("isError", False), **res)
             elif op == "wait_list_changed":
                 rec["changed"] = await changes.wait(float(step.get("timeout", 10)))
