@@ -9,7 +9,7 @@ mod server_common;
 mod support;
 
 use mcp_common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 use server_common::*;
 
 /// Plain requests find each server's tool, and calls reach the real servers: a file
@@ -367,6 +367,73 @@ async fn progress_of_an_upstream_call_reaches_the_client() {
         // Without a progress token, none is sent upstream and the call still completes.
         assert_eq!(step(&doc, 1)["isError"], false, "{mode}: {doc:#}");
     }
+}
+
+/// A running server follows its config file: a server added to a client's config is
+/// started and its tools served, one removed is stopped and its tools gone, without a
+/// restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_added_to_or_removed_from_the_config_follow_live() {
+    require_model();
+    let dir = tempfile::tempdir().unwrap();
+    let time =
+        json!({"command": pypi_server("mcp-server-time"), "args": ["--local-timezone", "UTC"]});
+    let memory = json!({"command": node22(), "args": [npm_server("server-memory")],
+        "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl")}});
+    let config = client_config(dir.path(), json!({"time": time}));
+    let mut cmd = tokio::process::Command::new(shortlist_bin());
+    cmd.arg("serve")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("index"))
+        .args(["--http", "127.0.0.1:0"]);
+    let srv = server_common::child_server::start(
+        cmd,
+        "http://127.0.0.1:",
+        std::time::Duration::from_secs(120),
+    )
+    .await;
+    let mcp = format!("http://127.0.0.1:{}/mcp", srv.port);
+    let call = |tool: &str| {
+        let arguments = if tool.starts_with("time__") {
+            json!({"timezone": "UTC"})
+        } else {
+            json!({})
+        };
+        json!([{"op": "call", "tool": "call_tool", "expect_error": true,
+                "args": {"name": tool, "arguments": arguments}}])
+    };
+    let doc = python_client(Target::Http(&mcp), "auto", call("time__get_current_time")).await;
+    assert_eq!(step(&doc, 0)["isError"], false, "{doc:#}");
+    let doc = python_client(Target::Http(&mcp), "auto", call("memory__read_graph")).await;
+    assert_eq!(step(&doc, 0)["isError"], true, "{doc:#}");
+
+    // The person edits their config: memory in, time out.
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"memory": memory}}).to_string(),
+    )
+    .unwrap();
+    let mut last = Value::Null;
+    let mut served = false;
+    for _ in 0..60 {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        last = python_client(Target::Http(&mcp), "auto", call("memory__read_graph")).await;
+        if step(&last, 0)["isError"] == false {
+            served = true;
+            break;
+        }
+    }
+    let log = srv.log.lock().unwrap().clone();
+    assert!(
+        served,
+        "the added server's tool never answered: {last:#}\n{log}"
+    );
+    let doc = python_client(Target::Http(&mcp), "auto", call("time__get_current_time")).await;
+    assert_eq!(step(&doc, 0)["isError"], true, "{doc:#}");
+    assert!(text(step(&doc, 0)).contains("unknown tool"), "{doc:#}");
+    let log = srv.log.lock().unwrap().clone();
+    assert!(log.contains("no longer in the config"), "{log}");
 }
 
 /// The real server-everything listening on 127.0.0.1 in `mode` (`sse`, `streamableHttp`):

@@ -333,8 +333,8 @@ fn add_mcp_servers(
                 &file,
                 None,
                 format!(
-                    "MCP server `{}` was not started: servers are started when shortlist \
-                     starts, so one added or changed since needs a restart",
+                    "MCP server `{}` is not listed yet: a server added to (or changed in) \
+                     the config of a running shortlist is started within seconds",
                     source.describe()
                 ),
             )),

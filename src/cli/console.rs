@@ -112,7 +112,12 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
-        super::serve::spawn_relist(&upstreams, &shutdown);
+        let catalog = args.catalog.clone();
+        super::serve::spawn_relist(
+            &upstreams,
+            Box::new(move || catalog.config_quiet().ok()),
+            &shutdown,
+        );
         super::serve::spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
         let served = server::http::serve_console(state, opts, shutdown).await;
         upstreams.stop().await;

@@ -182,7 +182,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let shutdown = CancellationToken::new();
         spawn_signal_handler(shutdown.clone());
-        spawn_relist(&upstreams, &shutdown);
+        let catalog = args.catalog.clone();
+        spawn_relist(
+            &upstreams,
+            Box::new(move || catalog.config_quiet().ok()),
+            &shutdown,
+        );
         spawn_watch(&state, source, digest, args.watch_secs, &shutdown);
         let served = match http {
             Some(opts) => server::http::serve(state, opts, shutdown).await,
@@ -203,14 +208,15 @@ pub fn start_upstreams(
     upstreams: &Arc<Upstreams>,
     store: Option<&shortlist::store::Store>,
 ) {
-    if upstreams.is_empty() {
-        return;
-    }
+    // Pinned even with no MCP server yet: one added to the config later is reviewed too.
     if let Some(store) = store {
         upstreams.set_pins(shortlist::upstream::Pins::new(
             cfg,
             Arc::clone(store.backend()),
         ));
+    }
+    if upstreams.is_empty() {
+        return;
     }
     runtime.block_on(async {
         upstreams.list_all().await;
@@ -221,15 +227,24 @@ pub fn start_upstreams(
 /// How often, in ticks of the relist loop, the pins' approvals are read back.
 const PIN_TICKS: u64 = 3;
 
+/// How often, in ticks of the relist loop, the config's MCP entries are read again.
+const CONFIG_TICKS: u64 = 2;
+
+/// Reads the catalog config again (`None` while it cannot be read: nothing changes then).
+pub type ConfigReader = Box<dyn Fn() -> Option<shortlist::catalog::CatalogConfig> + Send + Sync>;
+
 /// Lists again, once a second at most, the MCP servers that said their tools changed; the
 /// watch then sees the catalog's digest change and rebuilds it from the new listings. A
 /// server announcing changes in a loop costs one listing a second, nothing more. Pinned
 /// definitions are recorded after each new listing and their approvals read back every
-/// few seconds, so a reviewer's decision on any replica reaches every other.
-pub fn spawn_relist(upstreams: &Arc<Upstreams>, shutdown: &CancellationToken) {
-    if upstreams.is_empty() {
-        return;
-    }
+/// few seconds, so a reviewer's decision on any replica reaches every other. The config
+/// is read again every few seconds: an MCP entry added starts its server, one removed or
+/// changed stops it ([`Upstreams::reconcile`]).
+pub fn spawn_relist(
+    upstreams: &Arc<Upstreams>,
+    config: ConfigReader,
+    shutdown: &CancellationToken,
+) {
     let upstreams = Arc::clone(upstreams);
     let shutdown = shutdown.clone();
     tokio::spawn(async move {
@@ -241,6 +256,16 @@ pub fn spawn_relist(upstreams: &Arc<Upstreams>, shutdown: &CancellationToken) {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {
                     n += 1;
+                    if n % CONFIG_TICKS == 0 {
+                        // Off the async workers: reading the config reads files.
+                        let read = tokio::task::block_in_place(&config);
+                        if let Some(cfg) = read {
+                            upstreams.reconcile(&cfg).await;
+                        }
+                    }
+                    if upstreams.is_empty() {
+                        continue;
+                    }
                     let relisted = upstreams.relist_changed().await;
                     if relisted || n % PIN_TICKS == 0 {
                         upstreams.sync_pins().await;

@@ -23,6 +23,7 @@ pub mod sse;
 
 use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
+use crate::invoke::address::Policy;
 pub use pins::Pins;
 pub use progress::Progress;
 use serde_json::{Map, Value};
@@ -34,7 +35,8 @@ use std::time::Duration;
 
 /// Every MCP server of one catalog.
 pub struct Upstreams {
-    servers: BTreeMap<String, Arc<Server>>,
+    /// The servers by id; replaced as a whole when the config's MCP entries change.
+    servers: std::sync::RwLock<BTreeMap<String, Arc<Server>>>,
     /// The latest listing of each server, by entry position.
     listings: Mutex<Listings>,
     /// Bumped each time a server's tools were listed again after it said they changed.
@@ -45,52 +47,149 @@ pub struct Upstreams {
     pins: std::sync::OnceLock<Arc<Pins>>,
 }
 
+/// What a server is made from: its entry and the address policy it is reached under. A
+/// server whose recipe changed is a new server.
+fn recipes(
+    config: &CatalogConfig,
+) -> BTreeMap<String, (crate::catalog::config::ApiConfig, Policy)> {
+    config
+        .apis
+        .iter()
+        .filter_map(|entry| {
+            let id = entry.id.clone()?;
+            entry.mcp.as_ref()?;
+            // The same address policy as the entry's API calls would have.
+            let policy = Policy {
+                link_local: entry.allow_link_local,
+                private: config.auth.is_none() || entry.allow_private,
+            };
+            Some((id, (entry.clone(), policy)))
+        })
+        .collect()
+}
+
 impl Upstreams {
     /// The servers `config` names, none started yet.
     pub fn new(config: &CatalogConfig) -> Arc<Upstreams> {
-        let stale: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
-        let servers = config
-            .apis
-            .iter()
-            .filter_map(|entry| {
-                let id = entry.id.clone()?;
-                entry.mcp.as_ref()?;
-                let marks = stale.clone();
-                let marked = id.clone();
-                let on_changed: handler::OnListChanged = Arc::new(move || {
-                    if let Ok(mut s) = marks.lock() {
-                        s.insert(marked.clone());
-                    }
-                });
-                // The same address policy as the entry's API calls would have.
-                let policy = crate::invoke::address::Policy {
-                    link_local: entry.allow_link_local,
-                    private: config.auth.is_none() || entry.allow_private,
-                };
-                Some((
-                    id.clone(),
-                    Arc::new(Server::new(&id, entry.clone(), on_changed, policy)),
-                ))
-            })
-            .collect();
-        Arc::new(Upstreams {
-            servers,
+        let upstreams = Arc::new(Upstreams {
+            servers: std::sync::RwLock::new(BTreeMap::new()),
             listings: Mutex::new(Listings::new()),
             changes: Arc::new(AtomicU64::new(0)),
-            stale,
+            stale: Arc::default(),
             pins: std::sync::OnceLock::new(),
-        })
+        });
+        let servers = recipes(config)
+            .into_iter()
+            .map(|(id, (entry, policy))| {
+                let server = upstreams.make(&id, entry, policy);
+                (id, server)
+            })
+            .collect();
+        if let Ok(mut s) = upstreams.servers.write() {
+            *s = servers;
+        }
+        upstreams
+    }
+
+    /// A server, not started, whose `list_changed` marks it stale here.
+    fn make(
+        &self,
+        id: &str,
+        entry: crate::catalog::config::ApiConfig,
+        policy: Policy,
+    ) -> Arc<Server> {
+        let marks = self.stale.clone();
+        let marked = id.to_string();
+        let on_changed: handler::OnListChanged = Arc::new(move || {
+            if let Ok(mut s) = marks.lock() {
+                s.insert(marked.clone());
+            }
+        });
+        Arc::new(Server::new(id, entry, on_changed, policy))
+    }
+
+    /// The servers now, by id.
+    fn servers(&self) -> BTreeMap<String, Arc<Server>> {
+        self.servers.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// One server.
+    fn server(&self, id: &str) -> Option<Arc<Server>> {
+        self.servers.read().ok()?.get(id).cloned()
     }
 
     /// Whether the catalog names any MCP server.
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        self.servers.read().map(|s| s.is_empty()).unwrap_or(true)
+    }
+
+    /// Brings the servers in line with `config`'s MCP entries: a server no entry names
+    /// any more is stopped (its whole process tree) and its tools go; a new entry, or one
+    /// whose command, URL, credentials or headers changed, gets a server started and listed
+    /// (within its own start timeout). Whether anything changed (the catalog is then
+    /// rebuilt, as after a `list_changed`).
+    pub async fn reconcile(&self, config: &CatalogConfig) -> bool {
+        let wanted = recipes(config);
+        let now = self.servers();
+        let mut gone = Vec::new();
+        let mut next = BTreeMap::new();
+        let mut started = Vec::new();
+        for (id, server) in &now {
+            match wanted.get(id) {
+                Some((entry, policy)) if server.is_made_of(entry, *policy) => {
+                    next.insert(id.clone(), Arc::clone(server));
+                }
+                _ => gone.push(Arc::clone(server)),
+            }
+        }
+        for (id, (entry, policy)) in wanted {
+            if let std::collections::btree_map::Entry::Vacant(slot) = next.entry(id) {
+                let server = self.make(slot.key(), entry, policy);
+                started.push(Arc::clone(&server));
+                slot.insert(server);
+            }
+        }
+        if gone.is_empty() && started.is_empty() {
+            return false;
+        }
+        if let Some(p) = self.pins.get() {
+            p.reconfigure(config);
+        }
+        if let Ok(mut s) = self.servers.write() {
+            *s = next;
+        }
+        for s in &gone {
+            // What is served changes: said at the default level.
+            tracing::warn!(server = %s.id, "MCP server no longer in the config (or changed): stopped");
+            s.stop().await;
+        }
+        if let Ok(mut l) = self.listings.lock() {
+            for s in &gone {
+                l.remove(&s.key());
+            }
+        }
+        let listed = futures::future::join_all(started.iter().map(|s| async move {
+            let listed = s.list().await;
+            match &listed {
+                Ok(l) => tracing::warn!(server = %s.id, tools = l.tools.len(), "MCP server added to the config: listed"),
+                Err(e) => tracing::warn!(server = %s.id, "MCP server added, not listed: {e}"),
+            }
+            (s.key(), listed)
+        }))
+        .await;
+        if let Ok(mut l) = self.listings.lock() {
+            l.extend(listed);
+        }
+        self.sync_pins().await;
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        true
     }
 
     /// Starts every server in parallel and lists its tools; what each said (or why it
     /// could not) is kept for [`Upstreams::listings`] and returned.
     pub async fn list_all(&self) -> Listings {
-        let tasks = self.servers.values().map(|s| async move {
+        let servers = self.servers();
+        let tasks = servers.values().map(|s| async move {
             let started = std::time::Instant::now();
             let listed = s.list().await;
             match &listed {
@@ -121,7 +220,7 @@ impl Upstreams {
         };
         let mut changed = false;
         for id in &ids {
-            let Some(s) = self.servers.get(id) else {
+            let Some(s) = self.server(id) else {
                 continue;
             };
             let listed = s.list().await;
@@ -194,8 +293,7 @@ impl Upstreams {
         progress: Option<Progress>,
     ) -> Result<rmcp::model::CallToolResult, String> {
         let server = self
-            .servers
-            .get(id)
+            .server(id)
             .ok_or_else(|| format!("no MCP server '{id}' in this catalog"))?;
         // Between a changed listing and the catalog's rebuild the old definition is still
         // served: a tool whose latest definition is held is not called meanwhile.
@@ -230,7 +328,7 @@ impl Upstreams {
 
     /// Where each server stands, by id.
     pub fn health(&self) -> Vec<(String, Status)> {
-        self.servers
+        self.servers()
             .iter()
             .map(|(id, s)| (id.clone(), s.status()))
             .collect()
@@ -238,7 +336,8 @@ impl Upstreams {
 
     /// Stops every server (each child's whole process tree).
     pub async fn stop(&self) {
-        futures::future::join_all(self.servers.values().map(|s| s.stop())).await;
+        let servers = self.servers();
+        futures::future::join_all(servers.values().map(|s| s.stop())).await;
     }
 }
 
@@ -261,7 +360,7 @@ pub fn list_once(config: &CatalogConfig) -> Listings {
                 Err(e) => {
                     let reason = format!("cannot start the async runtime: {e}");
                     return upstreams
-                        .servers
+                        .servers()
                         .values()
                         .map(|s| (s.key(), Err(reason.clone())))
                         .collect();

@@ -41,8 +41,9 @@ type Approved = BTreeSet<(String, String, String)>;
 /// The gate between the servers' listings and the catalog.
 pub struct Pins {
     backend: Arc<dyn Backend>,
-    /// Each server's policy and how it serves (filters, `read_only`), by id.
-    servers: BTreeMap<String, Entry>,
+    /// Each server's policy and how it serves (filters, `read_only`), by id; replaced
+    /// when the config's MCP entries change.
+    servers: std::sync::RwLock<BTreeMap<String, Entry>>,
     approved: Mutex<Approved>,
     /// Held tools already reported, so that each is logged once.
     reported: Mutex<BTreeSet<(String, String, String)>>,
@@ -50,6 +51,7 @@ pub struct Pins {
     held: Mutex<BTreeMap<String, usize>>,
 }
 
+#[derive(Clone)]
 struct Entry {
     review: ToolReview,
     source: crate::catalog::mcp_config::McpSource,
@@ -57,48 +59,40 @@ struct Entry {
 }
 
 impl Pins {
-    /// The gate for `config`'s MCP servers, pins kept in `backend`; `team` is whether the
-    /// server authenticates people (then `hold` is the default).
+    /// The gate for `config`'s MCP servers, pins kept in `backend` (`hold` is the default
+    /// where the config has an `[auth]` table).
     pub fn new(config: &CatalogConfig, backend: Arc<dyn Backend>) -> Pins {
-        let team = config.auth.is_some();
-        let servers = config
-            .apis
-            .iter()
-            .filter_map(|a| {
-                let source = a.mcp.clone()?;
-                let review = source.review.unwrap_or(if team {
-                    ToolReview::Hold
-                } else {
-                    ToolReview::Warn
-                });
-                Some((
-                    a.id.clone()?,
-                    Entry {
-                        review,
-                        source,
-                        read_only: a.read_only,
-                    },
-                ))
-            })
-            .collect();
         Pins {
             backend,
-            servers,
+            servers: std::sync::RwLock::new(entries(config)),
             approved: Mutex::new(Approved::new()),
             reported: Mutex::new(BTreeSet::new()),
             held: Mutex::new(BTreeMap::new()),
         }
     }
 
+    /// Follows a changed config: its servers, their policies and filters.
+    pub fn reconfigure(&self, config: &CatalogConfig) {
+        if let Ok(mut s) = self.servers.write() {
+            *s = entries(config);
+        }
+    }
+
+    /// The entries now, by server id.
+    fn entries(&self) -> BTreeMap<String, Entry> {
+        self.servers.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
     /// The servers' ids.
     pub fn servers(&self) -> Vec<String> {
-        self.servers.keys().cloned().collect()
+        self.entries().into_keys().collect()
     }
 
     /// Records what `listings` (unfiltered) hold and reads the approvals back: whether the
     /// approved set changed since the last sync.
     pub async fn sync(&self, listings: &Listings) -> Result<bool, StoreError> {
-        let ids = self.servers();
+        let entries = self.entries();
+        let ids: Vec<String> = entries.keys().cloned().collect();
         let pins = self.backend.tool_pins(ids.clone(), false).await?;
         let known: BTreeSet<(&str, &str, &str)> = pins
             .iter()
@@ -110,8 +104,8 @@ impl Pins {
             .collect();
         let pinned_servers: BTreeSet<&str> = pins.iter().map(|p| p.server.as_str()).collect();
         let mut new = Vec::new();
-        for (id, seen) in self.seen(listings) {
-            let review = self.servers.get(&id).map(|e| e.review);
+        for (id, seen) in self.seen(&entries, listings) {
+            let review = entries.get(&id).map(|e| e.review);
             let first_listing = !pinned_servers.contains(id.as_str());
             for mut t in seen {
                 if known.contains(&(id.as_str(), t.tool.as_str(), t.digest.as_str())) {
@@ -156,12 +150,16 @@ impl Pins {
     }
 
     /// The definitions each listed server serves, as the store records them.
-    fn seen(&self, listings: &Listings) -> Vec<(String, Vec<SeenTool>)> {
+    fn seen(
+        &self,
+        entries: &BTreeMap<String, Entry>,
+        listings: &Listings,
+    ) -> Vec<(String, Vec<SeenTool>)> {
         let mut out = Vec::new();
         for (key, listed) in listings {
             let Ok(listing) = listed else { continue };
             let id = server_of(key);
-            let Some(entry) = self.servers.get(id) else {
+            let Some(entry) = entries.get(id) else {
                 continue;
             };
             let serving = Serving {
@@ -191,11 +189,14 @@ impl Pins {
     /// `listings` with only the tools served in their approved definition; each tool held
     /// is reported once on stderr.
     pub fn filter(&self, mut listings: Listings) -> Listings {
+        let entries = self.entries();
         let mut held = Vec::new();
         for (key, listed) in listings.iter_mut() {
             let Ok(listing) = listed else { continue };
             let id = server_of(key).to_string();
-            let Some(entry) = self.servers.get(&id) else {
+            // A server this gate does not know (yet) serves nothing.
+            let Some(entry) = entries.get(&id) else {
+                listing.tools.clear();
                 continue;
             };
             let serving = Serving {
@@ -225,7 +226,7 @@ impl Pins {
         }
         if let Ok(mut counts) = self.held.lock() {
             counts.clear();
-            for id in self.servers.keys() {
+            for id in entries.keys() {
                 counts.insert(id.clone(), held.iter().filter(|h| h.0 == *id).count());
             }
         }
@@ -282,6 +283,31 @@ impl Pins {
             .decide_tool(server, tool, digest, decision, by, crate::store::now_ms())
             .await
     }
+}
+
+/// Each MCP entry's review policy and how it serves, by id.
+fn entries(config: &CatalogConfig) -> BTreeMap<String, Entry> {
+    let team = config.auth.is_some();
+    config
+        .apis
+        .iter()
+        .filter_map(|a| {
+            let source = a.mcp.clone()?;
+            let review = source.review.unwrap_or(if team {
+                ToolReview::Hold
+            } else {
+                ToolReview::Warn
+            });
+            Some((
+                a.id.clone()?,
+                Entry {
+                    review,
+                    source,
+                    read_only: a.read_only,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The server id a listing is filed under ([`mcp_tools::listing_key`]).

@@ -115,6 +115,11 @@ impl Server {
         }
     }
 
+    /// Whether this server is the one `entry` reached under `policy` would make.
+    pub fn is_made_of(&self, entry: &ApiConfig, policy: crate::invoke::address::Policy) -> bool {
+        self.entry == *entry && self.policy == policy
+    }
+
     /// What this server's listings are filed under ([`listing_key`]).
     pub fn key(&self) -> String {
         listing_key(&self.id, self.source())
