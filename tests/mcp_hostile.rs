@@ -329,3 +329,49 @@ async fn a_poisoned_description_is_cleaned_and_said() {
     assert!(p.contains("names another server's tool (add_tool)"), "{p}");
     u.stop().await;
 }
+
+/// A call whose time runs out is cancelled upstream: the server is told
+/// (`notifications/cancelled`) and stops the work, and the connection keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_times_out_is_cancelled_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.txt");
+    let s = own_server("normal");
+    let file = dir.path().join("catalog.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[api]]\nid = \"own\"\nmcp = {{ command = {}, args = {}, set_env = {{ OWN_SERVER_EVENTS = {:?} }} }}\n",
+            s["command"],
+            s["args"],
+            events.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = CatalogConfig::load(&file).expect("config");
+    let upstreams = Upstreams::new(&cfg);
+    upstreams.list_all().await;
+    let args: Map<String, Value> = json!({"seconds": 30}).as_object().cloned().unwrap();
+    let started = Instant::now();
+    let r = upstreams
+        .call("own", "sleep", args, Duration::from_secs(1), None)
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = r.expect_err("the call timed out");
+    assert!(err.contains("did not answer within 1 s"), "{err}");
+    let mut told = String::new();
+    for _ in 0..50 {
+        told = std::fs::read_to_string(&events).unwrap_or_default();
+        if told.contains("sleep cancelled") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        told.contains("sleep cancelled"),
+        "the server was not told: {told:?}"
+    );
+    let echoed = call(&upstreams, "own", "echo", json!({"message": "after"})).await;
+    assert_eq!(echoed.as_deref(), Ok("after"));
+    upstreams.stop().await;
+}
