@@ -10,7 +10,8 @@
 //!   each beside the approved one;
 //! - [`audit`]: the state store's audit log of upstream calls, for admins;
 //! - [`pages`], [`html`]: server-rendered pages; [`routes`]: the pages and the JSON
-//!   endpoints behind them (documented in `docs/console.md`); [`login`]: the token as a
+//!   endpoints behind them (documented in `docs/console.md`), [`tool_routes`] those of the
+//!   tool definitions, [`answers`] what they share; [`login`]: the token as a
 //!   cookie, for browsers; [`viewer`]: who is looking (the operator, an admin, or a person
 //!   who sees only their own APIs); [`metrics`]: `/metrics` for Prometheus, admins only.
 //!
@@ -18,6 +19,7 @@
 //! behind the same guards as MCP (loopback bind, `Host` and `Origin` checks, bearer token
 //! or access token).
 
+pub mod answers;
 pub mod audit;
 pub mod health;
 pub mod html;
@@ -28,6 +30,7 @@ pub mod review;
 pub mod review_write;
 pub mod routes;
 pub mod tool_review;
+pub mod tool_routes;
 pub mod try_request;
 pub mod viewer;
 

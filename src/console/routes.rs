@@ -8,12 +8,13 @@
 //! server, but not a JSON body without the browser asking first, and the `Origin` guard in
 //! front of these routes refuses it then.
 
+use super::answers::{error, json_body, param, MAX_CARDS, MAX_ITEMS};
 use super::audit::{self, AuditQuery};
 use super::health::Filter;
 use super::review::Status;
 use super::review_write::{Review, ReviewError};
 use super::viewer::Viewer;
-use super::{html, pages, tool_review, try_request, Console};
+use super::{html, pages, tool_routes, try_request, Console};
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -26,11 +27,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 type Params = Query<HashMap<String, String>>;
-
-/// Review cards on one page, and items in one JSON answer: a catalog with thousands of
-/// generated values is narrowed by API or tool, not scrolled.
-const MAX_CARDS: usize = 200;
-const MAX_ITEMS: usize = 1000;
 
 /// The console's router, every path under `/console`.
 pub fn router(console: Arc<Console>) -> Router {
@@ -46,7 +42,7 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/health", get(health_page))
         .route("/console/review", get(review_page))
         .route("/console/try", get(try_page))
-        .route("/console/tools", get(tools_page))
+        .route("/console/tools", get(tool_routes::page))
         .route("/console/audit", get(audit_page))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
@@ -54,7 +50,10 @@ pub fn router(console: Arc<Console>) -> Router {
         .route("/console/api/health", get(health_json))
         .route("/console/api/review", get(review_json).post(review_save))
         .route("/console/api/try", axum::routing::post(try_json))
-        .route("/console/api/tools", get(tools_json).post(tools_decide))
+        .route(
+            "/console/api/tools",
+            get(tool_routes::list).post(tool_routes::decide),
+        )
         .route("/console/api/audit", get(audit_json))
         .with_state(console)
         .layer(axum::middleware::map_response(secure_headers))
@@ -77,14 +76,6 @@ async fn secure_headers(mut res: Response) -> Response {
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
-}
-
-fn error(status: StatusCode, msg: impl Into<String>) -> Response {
-    (status, Json(json!({"error": msg.into()}))).into_response()
-}
-
-fn param<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
-    q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
 }
 
 async fn css() -> impl IntoResponse {
@@ -240,35 +231,6 @@ fn unreadable<'a>(s: &'a super::Snapshot, shown: &super::viewer::Shown) -> &'a [
         &s.unreadable
     } else {
         &[]
-    }
-}
-
-/// A JSON object body, or the status and message for anything else.
-fn json_body(headers: &HeaderMap, body: &[u8]) -> Result<JsonObject, (StatusCode, String)> {
-    let json_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json_type {
-        return Err((
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "send the body as Content-Type: application/json".into(),
-        ));
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(o)) => Ok(o),
-        Ok(_) => Err((
-            StatusCode::BAD_REQUEST,
-            "the body must be a JSON object".into(),
-        )),
-        Err(e) => Err((
-            StatusCode::BAD_REQUEST,
-            format!("the body is not valid JSON: {e}"),
-        )),
     }
 }
 
@@ -501,230 +463,4 @@ async fn audit_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Par
             (NO_AUDIT, Html(page)).into_response()
         }
     }
-}
-
-/// Why a viewer may not read or decide tool definitions.
-fn not_a_tool_reviewer(viewer: &Viewer) -> String {
-    format!(
-        "MCP servers' tool definitions are what every colleague's agent reads, so only the \
-         console's admins and reviewers may read the held ones and approve them, and {} is \
-         neither: `admins` and `reviewers` in the [auth] table of the catalog config name them.",
-        viewer.describe()
-    )
-}
-
-/// Why there is nothing to review: no pins are kept.
-const NO_PINS: &str = "tool definitions are not pinned here: this server names no MCP server, \
-     or keeps no state store (`serve --http` keeps one; `--state` names one)";
-
-/// The pins the viewer may see, narrowed by `status` (held, the default; approved; all).
-async fn tool_views(
-    c: &Console,
-    viewer: &Viewer,
-    q: &HashMap<String, String>,
-) -> Result<Vec<tool_review::PinView>, (StatusCode, String)> {
-    let status = param(q, "status").unwrap_or("held");
-    if !matches!(
-        status,
-        "held" | "approved" | "new" | "changed" | "rejected" | "all"
-    ) {
-        return Err((
-            StatusCode::BAD_REQUEST,
-            format!(
-                "status: '{}' is not one of held, approved, new, changed, rejected, all",
-                crate::text::clip_chars(status, 40)
-            ),
-        ));
-    }
-    let Some(pins) = c.server().invoker().upstreams().and_then(|u| u.pins()) else {
-        return Err((StatusCode::NOT_FOUND, NO_PINS.into()));
-    };
-    let snap = c
-        .snapshot()
-        .await
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?;
-    let shown = viewer.shown(&snap);
-    let all = tokio::time::timeout(audit::WAIT, pins.all())
-        .await
-        .map_err(|_| {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the state store did not answer in time".to_string(),
-            )
-        })?
-        .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-    let visible: Vec<_> = all.into_iter().filter(|p| shown.api(&p.server)).collect();
-    let mut views: Vec<_> = tool_review::PinView::all(&visible)
-        .into_iter()
-        .filter(|v| v.state.matches(status))
-        .collect();
-    // Held first, then by server and tool.
-    views.sort_by(|a, b| {
-        (!a.state.is_held(), &a.server, &a.tool).cmp(&(!b.state.is_held(), &b.server, &b.tool))
-    });
-    Ok(views)
-}
-
-async fn tools_json(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
-    if !viewer.may_review() {
-        return error(StatusCode::FORBIDDEN, not_a_tool_reviewer(&viewer));
-    }
-    match tool_views(&c, &viewer, &q).await {
-        Ok(views) => Json(json!({
-            "matching": views.len(),
-            "tools": &views[..views.len().min(MAX_ITEMS)],
-        }))
-        .into_response(),
-        Err((status, e)) => error(status, e),
-    }
-}
-
-async fn tools_page(State(c): State<Arc<Console>>, viewer: Viewer, Query(q): Params) -> Response {
-    if !viewer.may_review() {
-        let page = pages::forbidden(
-            html::Page::Tools,
-            "Tool definitions",
-            &not_a_tool_reviewer(&viewer),
-            viewer.is_admin(),
-        );
-        return (StatusCode::FORBIDDEN, Html(page)).into_response();
-    }
-    let status = param(&q, "status").unwrap_or("held");
-    match tool_views(&c, &viewer, &q).await {
-        Ok(views) => {
-            let note = (views.len() > MAX_CARDS)
-                .then(|| format!("showing the first {MAX_CARDS} of {}", views.len()));
-            Html(tool_review::page(
-                &views[..views.len().min(MAX_CARDS)],
-                status,
-                note.as_deref(),
-                viewer.is_admin(),
-            ))
-            .into_response()
-        }
-        Err((code, e)) => (
-            code,
-            Html(tool_review::page(&[], status, Some(&e), viewer.is_admin())),
-        )
-            .into_response(),
-    }
-}
-
-async fn tools_decide(
-    State(c): State<Arc<Console>>,
-    viewer: Viewer,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let obj = match json_body(&headers, &body) {
-        Ok(o) => o,
-        Err((status, msg)) => return error(status, msg),
-    };
-    if !viewer.may_review() {
-        tracing::warn!(viewer = %viewer.describe(), "console: a tool decision by someone who may not review was refused");
-        return error(StatusCode::FORBIDDEN, not_a_tool_reviewer(&viewer));
-    }
-    let d: tool_review::Decision = match serde_json::from_value(Value::Object(obj)) {
-        Ok(d) => d,
-        Err(e) => return error(StatusCode::BAD_REQUEST, format!("decision: {e}")),
-    };
-    let Some(upstreams) = c.server().invoker().upstreams() else {
-        return error(StatusCode::NOT_FOUND, NO_PINS);
-    };
-    let Some(pins) = upstreams.pins() else {
-        return error(StatusCode::NOT_FOUND, NO_PINS);
-    };
-    let unknown = || {
-        error(
-            StatusCode::NOT_FOUND,
-            format!(
-                "server: no MCP server '{}'",
-                crate::text::clip_chars(&d.server, 60)
-            ),
-        )
-    };
-    if !pins.servers().contains(&d.server) {
-        return unknown();
-    }
-    // A server the viewer does not see does not exist for them.
-    if !viewer.is_admin() {
-        match c.snapshot().await {
-            Ok(s) if viewer.shown(&s).api(&d.server) => {}
-            Ok(_) => return unknown(),
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-        }
-    }
-    let store = c.server().store();
-    // Recorded before it is written, as every review is.
-    let recorded = match store {
-        Some(store) => {
-            let entry = crate::store::AuditEntry::event(
-                crate::store::Event::ToolReview,
-                viewer.audit_sub(),
-                viewer.client_id(),
-                &d.server,
-            )
-            .on(&d.tool)
-            .with_detail(json!({"action": d.action.as_str(), "digest": d.digest}));
-            match tokio::time::timeout(audit::WAIT, store.record(&entry)).await {
-                Ok(Ok(id)) => Some(id),
-                Ok(Err(e)) => {
-                    return error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        format!("not decided: it could not be recorded in the audit log ({e})"),
-                    )
-                }
-                Err(_) => {
-                    return error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "not decided: the audit log's store did not answer in time",
-                    )
-                }
-            }
-        }
-        None => None,
-    };
-    let by = viewer.audit_sub().to_string();
-    let decided = tokio::time::timeout(
-        audit::WAIT,
-        pins.decide(&d.server, &d.tool, &d.digest, d.action.decision(), &by),
-    )
-    .await;
-    let (status, answer) = match decided {
-        Ok(Ok(true)) => {
-            // This replica serves the decision at once; the others within seconds.
-            upstreams.sync_pins().await;
-            (
-                StatusCode::OK,
-                Json(json!({"decided": {"server": d.server, "tool": d.tool,
-                    "digest": d.digest, "action": d.action}}))
-                .into_response(),
-            )
-        }
-        Ok(Ok(false)) => {
-            let msg = format!(
-                "not decided: '{}' of '{}' is not listed in the definition you read (digest {}); \
-                 it changed since, or there is no such tool: read it again",
-                crate::text::clip_chars(&d.tool, 80),
-                crate::text::clip_chars(&d.server, 60),
-                crate::text::clip_chars(&d.digest, 16),
-            );
-            (StatusCode::CONFLICT, error(StatusCode::CONFLICT, msg))
-        }
-        Ok(Err(e)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            error(StatusCode::SERVICE_UNAVAILABLE, format!("not decided: {e}")),
-        ),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not decided: the state store did not answer in time",
-            ),
-        ),
-    };
-    if let Some(id) = recorded {
-        crate::server::audit::finish(store, id, status.as_u16(), 0, None).await;
-    }
-    answer
 }

@@ -125,8 +125,16 @@ impl ShortlistServer {
         args: &JsonObject,
         answered: Option<&InputResponses>,
     ) -> Result<CallToolResponse, String> {
-        let caller = self.caller(ctx);
+        let mut caller = self.caller(ctx);
+        let relay = progress(ctx);
+        caller.progress = relay.as_ref().map(|(sink, _)| sink.clone());
         let called = self.state.call_endpoint(&caller, name, args).await;
+        // What the upstream reported reaches the client before the result does.
+        caller.progress = None;
+        if let Some((sink, delivered)) = relay {
+            drop(sink);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), delivered).await;
+        }
         let Some(called) = called else {
             return Err(self.state.unknown_tool(name, &caller.sight));
         };
@@ -154,7 +162,7 @@ impl ShortlistServer {
             sight: self.sight(ctx),
             person: person(ctx),
             client_id: principal(ctx).and_then(|p| p.client_id.clone()),
-            progress: progress(ctx),
+            progress: None,
         }
     }
 
@@ -207,15 +215,17 @@ impl Drop for ShortlistServer {
 
 /// The person a request comes from, as the `[auth]` layer verified it.
 /// A sink that sends the client `notifications/progress` for its request, in order, when
-/// the request carries a progress token.
-fn progress(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::Progress> {
+/// the request carries a progress token, and the task that sends them (done once every
+/// copy of the sink is dropped and what it was given is delivered).
+fn progress(
+    ctx: &RequestContext<RoleServer>,
+) -> Option<(crate::upstream::Progress, tokio::task::JoinHandle<()>)> {
     let token = ctx.meta.get_progress_token()?;
     let peer = ctx.peer.clone();
     // Bounded: an upstream reporting faster than the client reads loses notifications,
     // never memory.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(f64, Option<f64>, Option<String>)>(64);
-    // Ends when the call's sink is dropped and what it sent is delivered.
-    tokio::spawn(async move {
+    let delivered = tokio::spawn(async move {
         while let Some((progress, total, message)) = rx.recv().await {
             let mut p = rmcp::model::ProgressNotificationParam::new(token.clone(), progress);
             p.total = total;
@@ -226,9 +236,10 @@ fn progress(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::Progres
             }
         }
     });
-    Some(std::sync::Arc::new(move |p, t, m| {
+    let sink: crate::upstream::Progress = std::sync::Arc::new(move |p, t, m| {
         let _ = tx.try_send((p, t, m));
-    }))
+    });
+    Some((sink, delivered))
 }
 
 fn principal(ctx: &RequestContext<RoleServer>) -> Option<&crate::auth::Principal> {

@@ -4,8 +4,7 @@
 //! database is back.
 
 use super::backend::{
-    AuditEntry, Backend, ConsentLimits, PinDecision, PinState, SealedConsent, SealedToken,
-    SeenTool, ToolPin,
+    AuditEntry, Backend, ConsentLimits, PinDecision, SealedConsent, SealedToken, SeenTool, ToolPin,
 };
 use super::migrations::{self, MIGRATIONS};
 use super::StoreError;
@@ -13,6 +12,8 @@ use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio_postgres::{Client, Config, NoTls};
+
+mod pins;
 
 /// Connections kept per process.
 const POOL: usize = 4;
@@ -590,41 +591,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn see_tools(&self, seen: Vec<SeenTool>, now_ms: i64) -> Result<(), StoreError> {
-        self.run(move |c| {
-            Box::pin(async move {
-                let tx = c.transaction().await?;
-                for t in &seen {
-                    let state = if t.approved_by.is_some() {
-                        PinState::Approved
-                    } else {
-                        PinState::Pending
-                    };
-                    let added = tx
-                        .execute(
-                            super::pins::insert_sql(true),
-                            &[
-                                &t.server,
-                                &t.tool,
-                                &t.digest,
-                                &t.definition,
-                                &state.as_str(),
-                                &now_ms,
-                                &t.approved_by,
-                            ],
-                        )
-                        .await?;
-                    if added > 0 && state == PinState::Pending {
-                        tx.execute(
-                            super::pins::drop_older_pending_sql(true),
-                            &[&t.server, &t.tool, &t.digest],
-                        )
-                        .await?;
-                    }
-                }
-                tx.commit().await
-            })
-        })
-        .await
+        self.see_pinned(seen, now_ms).await
     }
 
     async fn tool_pins(
@@ -632,34 +599,7 @@ impl Backend for PostgresBackend {
         servers: Vec<String>,
         definitions: bool,
     ) -> Result<Vec<ToolPin>, StoreError> {
-        self.run(move |c| {
-            Box::pin(async move {
-                let rows = c
-                    .query(
-                        &format!(
-                            "SELECT {} FROM tool_pins WHERE server = ANY($1)
-                             ORDER BY server, tool, seen_at",
-                            super::pins::columns(definitions)
-                        ),
-                        &[&servers],
-                    )
-                    .await?;
-                Ok(rows
-                    .iter()
-                    .map(|r| ToolPin {
-                        server: r.get(0),
-                        tool: r.get(1),
-                        digest: r.get(2),
-                        definition: r.get(3),
-                        state: PinState::parse(r.get(4)),
-                        seen_at: r.get(5),
-                        decided_by: r.get(6),
-                        decided_at: r.get(7),
-                    })
-                    .collect())
-            })
-        })
-        .await
+        self.pinned(servers, definitions).await
     }
 
     async fn decide_tool(
@@ -671,23 +611,7 @@ impl Backend for PostgresBackend {
         by: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let (server, tool, digest, by) = (
-            server.to_string(),
-            tool.to_string(),
-            digest.to_string(),
-            by.to_string(),
-        );
-        let state = super::pins::decided_state(decision);
-        self.run(move |c| {
-            Box::pin(async move {
-                c.execute(
-                    super::pins::decide_sql(true),
-                    &[&server, &tool, &digest, &state, &by, &now_ms],
-                )
-                .await
-                .map(|n| n > 0)
-            })
-        })
-        .await
+        self.decide_pinned(server, tool, digest, decision, by, now_ms)
+            .await
     }
 }

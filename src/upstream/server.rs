@@ -263,6 +263,11 @@ impl Server {
         };
         let answered = handle.await_response().await;
         abandoned.id = None;
+        if _relayed.is_some() {
+            // The connection hands each notification to a task of its own, so the last
+            // progress may still be on its way when the answer is here: a moment for it.
+            tokio::time::sleep(PROGRESS_GRACE).await;
+        }
         match answered? {
             ServerResult::CallToolResult(r) => Ok(r),
             ServerResult::InputRequiredResult(_) => Ok(CallToolResult::error(vec![
@@ -419,6 +424,9 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server").field("id", &self.id).finish()
     }
 }
+
+/// How long a call that relays progress waits after its answer for the last notification.
+const PROGRESS_GRACE: Duration = Duration::from_millis(25);
 
 /// A call whose answer is no longer awaited (its time ran out, or its caller went away):
 /// the upstream is told to stop working on it.
