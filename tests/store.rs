@@ -415,6 +415,38 @@ async fn pins(store: &Store) {
         .decide_tool("fs", "nothing", "d4", PinDecision::Approve, "bob")
         .await
         .unwrap());
+
+    // Automatic approvals (first use, warn) replace each other; a reviewer's stays.
+    let warned = shortlist::store::pins::WARNED;
+    for d in ["w2", "w3"] {
+        store
+            .see_tools(vec![seen("fs", "write", d, Some(warned))])
+            .await
+            .unwrap();
+    }
+    let now = store.tool_pins(fs()).await.unwrap();
+    let writes: Vec<&str> = now
+        .iter()
+        .filter(|p| p.tool == "write")
+        .map(|p| p.digest.as_str())
+        .collect();
+    assert_eq!(writes, vec!["w3"], "{now:?}");
+    store
+        .see_tools(vec![seen("fs", "read", "d5", Some(warned))])
+        .await
+        .unwrap();
+    let now = store.tool_pins(fs()).await.unwrap();
+    assert_eq!(state(&now, "read", "d5"), Some(PinState::Approved));
+    assert_eq!(
+        state(&now, "read", "d4"),
+        Some(PinState::Pending),
+        "{now:?}"
+    );
+    assert_eq!(
+        state(&now, "read", "d3"),
+        Some(PinState::Rejected),
+        "{now:?}"
+    );
 }
 
 fn other_key() -> Sealer {

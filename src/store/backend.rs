@@ -220,8 +220,9 @@ pub trait Backend: Send + Sync {
     /// Gives the lock back, if `holder` still holds it.
     async fn unlock(&self, name: &str, holder: &str) -> Result<(), StoreError>;
     /// Records definitions listed now that have no row yet: approved when `approved_by`
-    /// says so, else pending, replacing the tool's older pending definition (so a server
-    /// that changes a tool in a loop leaves one pending row, not one per change). Rows of
+    /// says so, else pending. A new pending definition replaces the tool's older pending
+    /// one, a new automatic approval its older automatic ones (so a server that changes a
+    /// tool in a loop leaves one row of each, not one per change). Other rows of
     /// definitions no longer listed stay: one that comes back is served only if approved.
     async fn see_tools(&self, seen: Vec<SeenTool>, now_ms: i64) -> Result<(), StoreError>;
     /// Every pin of `servers`, by server and tool; without `definitions`, their

@@ -41,15 +41,33 @@ pub fn insert_sql(postgres: bool) -> &'static str {
     }
 }
 
-/// Removes the tool's other pending definitions once a new one is pending (1 server, 2
-/// tool, 3 the new digest).
-pub fn drop_older_pending_sql(postgres: bool) -> &'static str {
-    if postgres {
-        "DELETE FROM tool_pins WHERE server = $1 AND tool = $2 AND digest <> $3
-             AND state = 'pending'"
-    } else {
-        "DELETE FROM tool_pins WHERE server = ?1 AND tool = ?2 AND digest <> ?3
-             AND state = 'pending'"
+/// Who approved a changed definition served under the `warn` policy.
+pub const WARNED: &str = "changed, served with a warning";
+
+/// Removes what a new definition of a tool replaces (1 server, 2 tool, 3 the new digest):
+/// a new pending one replaces the tool's other pending ones, a new automatic approval
+/// (first use, `warn`) the tool's other automatic ones, so a server that changes a tool in
+/// a loop leaves one row of each, never one per change. What a reviewer decided stays.
+pub fn drop_replaced_sql(postgres: bool, automatic: bool) -> &'static str {
+    match (postgres, automatic) {
+        (true, false) => {
+            "DELETE FROM tool_pins WHERE server = $1 AND tool = $2 AND digest <> $3
+                 AND state = 'pending'"
+        }
+        (false, false) => {
+            "DELETE FROM tool_pins WHERE server = ?1 AND tool = ?2 AND digest <> ?3
+                 AND state = 'pending'"
+        }
+        (true, true) => {
+            "DELETE FROM tool_pins WHERE server = $1 AND tool = $2 AND digest <> $3
+                 AND state = 'approved'
+                 AND decided_by IN ('first use', 'changed, served with a warning')"
+        }
+        (false, true) => {
+            "DELETE FROM tool_pins WHERE server = ?1 AND tool = ?2 AND digest <> ?3
+                 AND state = 'approved'
+                 AND decided_by IN ('first use', 'changed, served with a warning')"
+        }
     }
 }
 

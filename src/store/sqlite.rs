@@ -459,9 +459,9 @@ impl Backend for SqliteBackend {
                         t.approved_by
                     ],
                 )?;
-                if added > 0 && state == PinState::Pending {
+                if added > 0 {
                     tx.execute(
-                        super::pins::drop_older_pending_sql(false),
+                        super::pins::drop_replaced_sql(false, state == PinState::Approved),
                         params![t.server, t.tool, t.digest],
                     )?;
                 }

@@ -32,9 +32,6 @@ use std::sync::{Arc, Mutex};
 /// when its description passes the catalog's bound).
 const MAX_DEFINITION_CHARS: usize = 64 * 1024;
 
-/// Who approved a changed definition served under `warn`.
-const WARNED: &str = "changed, served with a warning";
-
 /// The approved definitions: server, tool, digest.
 type Approved = BTreeSet<(String, String, String)>;
 
@@ -121,7 +118,7 @@ impl Pins {
                              as it is now (`review = \"hold\"` or \"first_use\" holds changes \
                              for review)"
                         );
-                        Some(WARNED.to_string())
+                        Some(crate::store::pins::WARNED.to_string())
                     }
                     Some(ToolReview::Warn) => Some(crate::store::pins::FIRST_USE.to_string()),
                     Some(ToolReview::FirstUse) if first_listing => {

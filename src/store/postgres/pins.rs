@@ -33,9 +33,12 @@ impl PostgresBackend {
                             ],
                         )
                         .await?;
-                    if added > 0 && state == PinState::Pending {
+                    if added > 0 {
                         tx.execute(
-                            crate::store::pins::drop_older_pending_sql(true),
+                            crate::store::pins::drop_replaced_sql(
+                                true,
+                                state == PinState::Approved,
+                            ),
                             &[&t.server, &t.tool, &t.digest],
                         )
                         .await?;
