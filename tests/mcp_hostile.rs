@@ -39,7 +39,13 @@ fn catalog_of(servers: &[(&str, &str)]) -> (tempfile::TempDir, CatalogConfig) {
 async fn call(u: &Upstreams, server: &str, tool: &str, args: Value) -> Result<String, String> {
     let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
     let r = u
-        .call(server, tool, args, Duration::from_secs(10), None)
+        .call(
+            server,
+            tool,
+            args,
+            Duration::from_secs(10),
+            Default::default(),
+        )
         .await?;
     Ok(text(&json!({ "content": r.content })))
 }
@@ -354,7 +360,13 @@ async fn a_call_that_times_out_is_cancelled_upstream() {
     let args: Map<String, Value> = json!({"seconds": 30}).as_object().cloned().unwrap();
     let started = Instant::now();
     let r = upstreams
-        .call("own", "sleep", args, Duration::from_secs(1), None)
+        .call(
+            "own",
+            "sleep",
+            args,
+            Duration::from_secs(1),
+            Default::default(),
+        )
         .await;
     assert!(started.elapsed() < Duration::from_secs(5));
     let err = r.expect_err("the call timed out");

@@ -436,6 +436,69 @@ async fn servers_added_to_or_removed_from_the_config_follow_live() {
     assert!(log.contains("no longer in the config"), "{log}");
 }
 
+/// An upstream's elicitation during a call reaches the person whose call it is, labelled
+/// with the server, when their client can answer one (a session-era client that declared
+/// elicitation); a client that cannot is never answered for: the upstream is declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_elicitation_reaches_the_person_who_can_answer_it() {
+    require_model();
+    let dir = tempfile::tempdir().unwrap();
+    let config = client_config(dir.path(), json!({"own": own_server("normal")}));
+    let serve = format!(
+        "{} serve {} --data-dir {}",
+        shortlist_bin(),
+        config.display(),
+        dir.path().join("index").display()
+    );
+    let steps = json!([{"op": "call", "tool": "call_tool",
+        "args": {"name": "own__ask_client", "arguments": {}}}]);
+    let line = |doc: &Value| {
+        text(step(doc, 0))
+            .lines()
+            .find(|l| l.starts_with("elicitation:"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (doc, ok, err) = python_client_args(
+        Target::Stdio(serve.clone()),
+        "legacy",
+        steps.clone(),
+        &[],
+        &["--elicit-answer", r#"{"password": "hunter2"}"#],
+    )
+    .await;
+    assert!(ok, "{err}\n{doc:#}");
+    let answered = line(&doc);
+    assert!(
+        answered.contains(r#""action":"accept""#) && answered.contains("hunter2"),
+        "{doc:#}"
+    );
+    let asked = &doc["elicitations"][0];
+    assert_eq!(
+        asked["message"], "[MCP server 'own'] Your password?",
+        "{doc:#}"
+    );
+    // The same call from a client that declared no elicitation: declined, nobody asked.
+    let doc = python_client(Target::Stdio(serve.clone()), "legacy", steps.clone()).await;
+    let declined = line(&doc);
+    assert!(
+        declined.contains(r#""action":"decline""#) || declined.starts_with("elicitation: error"),
+        "{doc:#}"
+    );
+    assert!(!declined.contains("accept"), "{doc:#}");
+    // A 2026-07-28 client is not asked through a shared connection either.
+    let (doc, ok, err) = python_client_args(
+        Target::Stdio(serve),
+        "auto",
+        steps,
+        &[],
+        &["--elicit-answer", r#"{"password": "hunter2"}"#],
+    )
+    .await;
+    assert!(ok, "{err}\n{doc:#}");
+    assert!(!line(&doc).contains("hunter2"), "{doc:#}");
+}
+
 /// The real server-everything listening on 127.0.0.1 in `mode` (`sse`, `streamableHttp`):
 /// the child and its port.
 fn everything_over_http(mode: &str) -> (std::process::Child, u16) {

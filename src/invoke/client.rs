@@ -89,9 +89,9 @@ pub struct CallFor<'a> {
     /// The OAuth client the person came through (recorded with a consent they are asked
     /// for).
     pub client_id: Option<&'a str>,
-    /// Where the call's progress goes, when the person's client asked for it (MCP
-    /// servers' tools report it; an HTTP API has none).
-    pub progress: Option<&'a crate::upstream::Progress>,
+    /// Where the call's progress and an upstream's questions go, when the person's client
+    /// can take them (MCP servers' tools; an HTTP API has neither).
+    pub hooks: Option<&'a crate::upstream::CallHooks>,
 }
 
 /// What [`Invoker::call_for`] came to.
@@ -282,7 +282,7 @@ impl Invoker {
                     args,
                     token.as_ref().map(|t| t.value.as_str()),
                     &mut redactor,
-                    who.progress,
+                    who.hooks,
                 )
                 .await;
             if let (Some(auth), Some(401), false) = (obtained, outcome.status, retried) {
@@ -307,7 +307,7 @@ impl Invoker {
         args: &Map<String, Value>,
         token: Option<&str>,
         redactor: &mut Redactor,
-        progress: Option<&crate::upstream::Progress>,
+        hooks: Option<&crate::upstream::CallHooks>,
     ) -> CallOutcome {
         if cfg.is_some_and(|c| c.read_only)
             && !matches!(ep.method, Method::Get | Method::Head | Method::Options)
@@ -329,7 +329,7 @@ impl Invoker {
                 &valid,
                 self.timeout_for(cfg),
                 self.options.max_response_bytes,
-                progress.cloned(),
+                hooks.cloned().unwrap_or_default(),
             )
             .await;
         }

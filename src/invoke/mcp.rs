@@ -32,7 +32,7 @@ pub async fn call(
     valid: &ValidArgs,
     timeout: Duration,
     max_bytes: usize,
-    progress: Option<crate::upstream::Progress>,
+    hooks: crate::upstream::CallHooks,
 ) -> CallOutcome {
     let Some(tool) = &ep.mcp else {
         return CallOutcome::error("not an MCP tool");
@@ -51,7 +51,7 @@ pub async fn call(
             &tool.name,
             arguments(ep, valid),
             timeout,
-            progress,
+            hooks,
         )
         .instrument(span.clone())
         .await;

@@ -17,8 +17,9 @@ pub struct Caller {
     pub person: Option<crate::credentials::Person>,
     /// The OAuth client the person's access token was issued to, for the audit log.
     pub client_id: Option<String>,
-    /// Where a call's progress goes, when the client asked for it with a progress token.
-    pub progress: Option<crate::upstream::Progress>,
+    /// Where a call's progress and an upstream's questions go, when the client can take
+    /// them.
+    pub hooks: crate::upstream::CallHooks,
 }
 
 impl Caller {

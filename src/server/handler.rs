@@ -127,10 +127,11 @@ impl ShortlistServer {
     ) -> Result<CallToolResponse, String> {
         let mut caller = self.caller(ctx);
         let relay = progress(ctx);
-        caller.progress = relay.as_ref().map(|(sink, _)| sink.clone());
+        caller.hooks.progress = relay.as_ref().map(|(sink, _)| sink.clone());
+        caller.hooks.ask = asker(ctx);
         let called = self.state.call_endpoint(&caller, name, args).await;
         // What the upstream reported reaches the client before the result does.
-        caller.progress = None;
+        caller.hooks = Default::default();
         if let Some((sink, delivered)) = relay {
             drop(sink);
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), delivered).await;
@@ -162,7 +163,7 @@ impl ShortlistServer {
             sight: self.sight(ctx),
             person: person(ctx),
             client_id: principal(ctx).and_then(|p| p.client_id.clone()),
-            progress: None,
+            hooks: Default::default(),
         }
     }
 
@@ -240,6 +241,37 @@ fn progress(
         let _ = tx.try_send((p, t, m));
     });
     Some((sink, delivered))
+}
+
+/// Who asks the person for what an upstream wants to know during their call: a
+/// session-era client that declared elicitation, for the kinds it declared. The
+/// 2026-07-28 revision asks through the call's own result instead (which a shared upstream
+/// connection cannot hold open across requests), so its clients are not asked here.
+fn asker(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::elicit::Asker> {
+    if era(ctx) != Era::Sessions {
+        return None;
+    }
+    let can = ctx.client_capabilities().and_then(|c| c.elicitation)?;
+    // A client of a revision before URL elicitation declared `elicitation: {}`: forms.
+    let form = can.form.is_some() || can.url.is_none();
+    let url = can.url.is_some();
+    let peer = ctx.peer.clone();
+    Some(std::sync::Arc::new(move |params| {
+        let peer = peer.clone();
+        let allowed = match &params {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { .. } => form,
+            rmcp::model::ElicitRequestParams::UrlElicitationParams { .. } => url,
+            _ => false,
+        };
+        Box::pin(async move {
+            if !allowed {
+                return Err("the client does not take this kind of elicitation".to_string());
+            }
+            peer.create_elicitation(params)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }))
 }
 
 fn principal(ctx: &RequestContext<RoleServer>) -> Option<&crate::auth::Principal> {

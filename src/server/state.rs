@@ -514,7 +514,7 @@ impl ServerState {
             person: caller.person.as_ref(),
             store,
             client_id: caller.client_id.as_deref(),
-            progress: caller.progress.as_ref(),
+            hooks: Some(&caller.hooks),
         };
         let called = self.invoker.call_for(ep, api_cfg, arguments, who);
         let outcome = match tracing::Instrument::instrument(called, span.clone()).await {

@@ -1,7 +1,9 @@
 //! The client side shortlist plays towards an upstream MCP server.
 //!
 //! It advertises no capability (no roots, no sampling, no elicitation): an upstream may
-//! ask its client for them, and shortlist never answers on a person's behalf. What it
+//! ask its client for them, and shortlist never answers on a person's behalf. An
+//! elicitation is passed to the person whose call it belongs to where that can be known
+//! ([`super::elicit`]), and declined otherwise. What it
 //! listens for is `notifications/tools/list_changed`, which makes the server's owner list
 //! it again, and the progress of calls that asked for it ([`super::progress`]).
 
@@ -11,8 +13,9 @@
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
-    CreateMessageResult, ErrorData, Implementation, ListRootsRequestMethod, ListRootsResult,
-    LoggingMessageNotificationParam, NumberOrString, ProgressNotificationParam,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorData, Implementation,
+    ListRootsRequestMethod, ListRootsResult, LoggingMessageNotificationParam, NumberOrString,
+    ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
@@ -27,6 +30,7 @@ pub struct Handler {
     server: Arc<str>,
     on_list_changed: OnListChanged,
     relays: super::progress::Relays,
+    in_flight: super::elicit::InFlight,
 }
 
 impl Handler {
@@ -34,11 +38,13 @@ impl Handler {
         server: &str,
         on_list_changed: OnListChanged,
         relays: super::progress::Relays,
+        in_flight: super::elicit::InFlight,
     ) -> Handler {
         Handler {
             server: server.into(),
             on_list_changed,
             relays,
+            in_flight,
         }
     }
 }
@@ -49,6 +55,24 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("shortlist", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(ask) = self.in_flight.sole_asker() else {
+            tracing::info!(server = %self.server, "an elicitation nobody can answer was declined");
+            return Ok(super::elicit::declined());
+        };
+        match ask(super::elicit::labelled(&self.server, params)).await {
+            Ok(answer) => Ok(answer),
+            Err(why) => {
+                tracing::info!(server = %self.server, "an elicitation was declined: {why}");
+                Ok(super::elicit::declined())
+            }
+        }
     }
 
     async fn on_progress(

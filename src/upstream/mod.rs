@@ -14,6 +14,7 @@
 //! answers (the catalog's reload picks them up).
 
 pub mod child;
+pub mod elicit;
 pub mod handler;
 pub mod http;
 pub mod pins;
@@ -26,6 +27,14 @@ use crate::catalog::CatalogConfig;
 use crate::invoke::address::Policy;
 pub use pins::Pins;
 pub use progress::Progress;
+
+/// What a call passes on to the person behind it: the upstream's progress, and its
+/// elicitations where they can be asked ([`elicit`]).
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    pub progress: Option<Progress>,
+    pub ask: Option<elicit::Asker>,
+}
 use serde_json::{Map, Value};
 pub use server::{Server, Status};
 use std::collections::BTreeMap;
@@ -283,14 +292,14 @@ impl Upstreams {
         self.changes.load(Ordering::SeqCst)
     }
 
-    /// Calls `tool` on server `id`; its progress goes to `progress` when given.
+    /// Calls `tool` on server `id`; its progress and elicitations go where `hooks` say.
     pub async fn call(
         &self,
         id: &str,
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
-        progress: Option<Progress>,
+        hooks: CallHooks,
     ) -> Result<rmcp::model::CallToolResult, String> {
         let server = self
             .server(id)
@@ -307,7 +316,7 @@ impl Upstreams {
                  it is not served until a reviewer approves it"
             ));
         }
-        server.call(tool, arguments, timeout, progress).await
+        server.call(tool, arguments, timeout, hooks).await
     }
 
     /// Whether server `id` lists `tool` last in a definition `pins` approve.

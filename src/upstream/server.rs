@@ -94,6 +94,8 @@ pub struct Server {
     policy: crate::invoke::address::Policy,
     /// Calls waiting for their progress, shared with each connection's handler.
     relays: super::progress::Relays,
+    /// Calls in flight, to whose person an elicitation may go.
+    in_flight: super::elicit::InFlight,
     state: Mutex<State>,
     on_list_changed: OnListChanged,
 }
@@ -110,6 +112,7 @@ impl Server {
             entry,
             policy,
             relays: super::progress::Relays::default(),
+            in_flight: super::elicit::InFlight::default(),
             state: Mutex::new(State::Idle),
             on_list_changed,
         }
@@ -208,11 +211,11 @@ impl Server {
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
-        progress: Option<super::Progress>,
+        hooks: super::CallHooks,
     ) -> Result<CallToolResult, String> {
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        match tokio::time::timeout(timeout, self.send_call(&peer, params, progress)).await {
+        match tokio::time::timeout(timeout, self.send_call(&peer, params, hooks)).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
                 if peer.is_transport_closed() {
@@ -239,13 +242,15 @@ impl Server {
     }
 
     /// Sends `tools/call` and waits for its answer, relaying the upstream's progress for it
-    /// to `progress`; dropped before the answer, the request is cancelled upstream.
+    /// and its elicitations as `hooks` say; dropped before the answer, the request is
+    /// cancelled upstream.
     async fn send_call(
         &self,
         peer: &rmcp::Peer<RoleClient>,
         params: CallToolRequestParams,
-        progress: Option<super::Progress>,
+        hooks: super::CallHooks,
     ) -> Result<CallToolResult, rmcp::ServiceError> {
+        let _in_flight = self.in_flight.enter(hooks.ask);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -256,7 +261,9 @@ impl Server {
             NumberOrString::String(s) => s.to_string(),
             NumberOrString::Number(n) => n.to_string(),
         };
-        let _relayed = progress.map(|sink| self.relays.register_as(token, sink));
+        let _relayed = hooks
+            .progress
+            .map(|sink| self.relays.register_as(token, sink));
         let mut abandoned = Abandoned {
             peer: peer.clone(),
             id: Some(handle.id.clone()),
@@ -365,7 +372,12 @@ impl Server {
     }
 
     async fn connect(&self) -> Result<Service, String> {
-        let handler = Handler::new(&self.id, self.on_list_changed.clone(), self.relays.clone());
+        let handler = Handler::new(
+            &self.id,
+            self.on_list_changed.clone(),
+            self.relays.clone(),
+            self.in_flight.clone(),
+        );
         let source = self.source();
         match source.transport() {
             McpTransport::Stdio => {

@@ -22,6 +22,9 @@ scripts/setup-test-tools.sh) so that a real, independent client checks the serve
                arrives as a plain notification, received through `message_handler`.
 --client-name  the clientInfo.name sent at initialization, to act as a known client.
 
+--elicit-answer JSON  declare elicitation and accept each form elicitation with this
+               content (recorded under "elicitations"; URL ones are declined).
+
 --consent-as LOGIN  handle URL elicitations (the client then declares elicitation): open the
                link as a person would (tests/clients/browser_consent.py signs in at the test
                provider as LOGIN and allows access), then accept. Each is recorded under
@@ -195,13 +198,15 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
     mode = "legacy" if args.sse else args.mode
     info = types.Implementation(name=args.client_name, version="1.0") if args.client_name else None
     elicitation = None
-    if args.consent_as or args.consent_deny:
+    if args.consent_as or args.consent_deny or args.elicit_answer:
         doc["elicitations"] = []
 
         async def elicitation(context, params):
             entry = {"mode": getattr(params, "mode", "form"), "message": params.message,
                      "url": getattr(params, "url", None)}
             doc["elicitations"].append(entry)
+            if entry["url"] is None and args.elicit_answer:
+                return types.ElicitResult(action="accept", content=json.loads(args.elicit_answer))
             if args.consent_deny or entry["url"] is None:
                 return types.ElicitResult(action="decline")
             entry["page"] = await browser_consent.consent(entry["url"], args.consent_as)
@@ -288,6 +293,7 @@ def main() -> int:
     ap.add_argument("--client-name", help="clientInfo.name to send (default: the SDK's)")
     ap.add_argument("--consent-as", help="handle URL elicitations by consenting as this login")
     ap.add_argument("--consent-deny", action="store_true", help="decline URL elicitations")
+    ap.add_argument("--elicit-answer", help="accept form elicitations with this JSON content")
     ap.add_argument("--total-timeout", type=float, default=120, help="whole run (s)")
     args = ap.parse_args()
 
