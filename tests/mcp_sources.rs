@@ -278,51 +278,15 @@ async fn a_clients_servers_move_behind_shortlist_and_back() {
 /// 127.0.0.1, listed and called through `shortlist call`.
 #[test]
 fn a_server_over_streamable_http_is_listed_and_called() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut everything = std::process::Command::new(node22())
-        .arg(npm_server("server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let up = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            up.elapsed() < std::time::Duration::from_secs(30),
-            "not listening"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("catalog.toml");
-    std::fs::write(
-        &file,
-        format!("[[api]]\nid = \"remote\"\nmcp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\n"),
-    )
-    .unwrap();
-    let out = std::process::Command::new(shortlist_bin())
-        .args([
-            "call",
-            "remote__echo",
-            r#"{"message": "over streamable HTTP"}"#,
-            "-c",
-        ])
-        .arg(&file)
-        .output()
-        .expect("run shortlist call");
+    let (mut everything, port) = everything_over_http("streamableHttp");
+    let (ok, said, err) = call_with(
+        &format!("[[api]]\nid = \"remote\"\nmcp = {{ url = \"http://127.0.0.1:{port}/mcp\" }}\n"),
+        "remote__echo",
+        r#"{"message": "over streamable HTTP"}"#,
+    );
     let _ = everything.kill();
     let _ = everything.wait();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(ok, "{said}\n{err}");
     assert!(said.contains("Echo: over streamable HTTP"), "{said}");
 }
 

@@ -45,18 +45,7 @@ async fn visible_to_hides_a_server_and_read_only_serves_read_only_tools() {
     let mcp = format!("{}/mcp", s.base);
     let (alice, bob) = (s.token("alice").await, s.token("bob").await);
 
-    let names = |v: &serde_json::Value| -> Vec<String> {
-        v["result"]["tools"]
-            .as_array()
-            .map(|t| {
-                t.iter()
-                    .filter_map(|t| t["name"].as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let (_, bobs) = rpc(&mcp, &bob, None, "tools/list", json!({})).await;
-    let bobs = names(&bobs);
+    let bobs = listed(&mcp, &bob).await;
     assert!(!bobs.iter().any(|n| n.starts_with("time__")), "{bobs:?}");
     // read_only: memory's reading tools only.
     assert!(bobs.contains(&"memory__read_graph".to_string()), "{bobs:?}");
@@ -64,10 +53,10 @@ async fn visible_to_hides_a_server_and_read_only_serves_read_only_tools() {
         !bobs.contains(&"memory__create_entities".to_string()),
         "{bobs:?}"
     );
-    let (_, hers) = rpc(&mcp, &alice, None, "tools/list", json!({})).await;
+    let hers = listed(&mcp, &alice).await;
     assert!(
-        names(&hers).contains(&"time__get_current_time".to_string()),
-        "{hers}"
+        hers.contains(&"time__get_current_time".to_string()),
+        "{hers:?}"
     );
 
     let r = call(
