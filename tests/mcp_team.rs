@@ -362,6 +362,19 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
     })
     .await;
 
+    // The health page says how many of the server's tools wait for review.
+    let health: Value = reqwest::Client::new()
+        .get(format!("{}/console/api/health", s.base))
+        .bearer_auth(&rita)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["servers"][0]["id"], "own", "{health:#}");
+    assert_eq!(health["servers"][0]["held"], 1, "{health:#}");
+
     // The metrics count calls to the server and the tools it holds.
     let metrics = reqwest::Client::new()
         .get(format!("{}/metrics", s.base))

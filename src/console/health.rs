@@ -67,6 +67,9 @@ pub struct ServerHealth {
     pub state: &'static str,
     /// Why it is not running, when it is not.
     pub reason: Option<String>,
+    /// Tools it lists that wait for review (absent where definitions are not pinned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<usize>,
 }
 
 /// The state of each MCP server whose API the report shows (a viewer never learns of a
@@ -75,10 +78,16 @@ pub fn servers(h: &Health, upstreams: Option<&crate::upstream::Upstreams>) -> Ve
     let Some(u) = upstreams else {
         return Vec::new();
     };
+    let held: std::collections::HashMap<String, usize> = u
+        .pins()
+        .map(|p| p.held_counts().into_iter().collect())
+        .unwrap_or_default();
+    let pinned = u.pins().is_some();
     u.health()
         .into_iter()
         .filter(|(id, _)| h.apis.iter().any(|a| &a.id == id))
         .map(|(id, s)| ServerHealth {
+            held: pinned.then(|| held.get(&id).copied().unwrap_or(0)),
             id,
             state: s.word(),
             reason: s.reason().map(str::to_string),

@@ -53,11 +53,16 @@ pub fn health(h: &Health, f: &Filter, admin: bool) -> String {
     if !h.servers.is_empty() {
         b.push_str(
             "<h2>MCP servers</h2><table id=\"servers\"><thead><tr><th>Server</th><th>State</th>\
-             <th>Why not running</th></tr></thead><tbody>",
+             <th>Why not running</th><th>Held for review</th></tr></thead><tbody>",
         );
         for s in &h.servers {
+            let held = match s.held {
+                Some(0) => "none".to_string(),
+                Some(n) => format!("<a href=\"/console/tools\">{n} tool(s)</a>"),
+                None => "not pinned".to_string(),
+            };
             b.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{held}</td></tr>",
                 esc(&s.id),
                 esc(s.state),
                 esc(s.reason.as_deref().unwrap_or("")),
