@@ -290,6 +290,30 @@ fn a_server_over_streamable_http_is_listed_and_called() {
     assert!(said.contains("Echo: over streamable HTTP"), "{said}");
 }
 
+/// With an egress proxy in `[upstream]`, an HTTP MCP server is reached through it, as
+/// API calls are: the proxy receives the server's request (and here answers it itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_servers_are_reached_through_the_egress_proxy() {
+    let proxy = support::proxy::Proxy::start(r#"{"not": "an MCP answer"}"#, false).await;
+    let config = format!(
+        "[upstream]\nproxy = \"http://127.0.0.1:{}\"\n\n[[api]]\nid = \"remote\"\n\
+         mcp = {{ url = \"http://mcp.example.invalid/mcp\" }}\nproxy_resolves = true\n",
+        proxy.port
+    );
+    let (ok, said, err) = tokio::task::spawn_blocking(move || {
+        call_with(&config, "remote__echo", r#"{"message": "x"}"#)
+    })
+    .await
+    .unwrap();
+    assert!(!ok, "{said}");
+    let seen = proxy.seen();
+    assert!(
+        seen.iter()
+            .any(|s| s.line.starts_with("POST http://mcp.example.invalid/mcp ")),
+        "the proxy saw {seen:?}; stderr: {err}"
+    );
+}
+
 /// A client that asks for progress gets the upstream's progress notifications for its
 /// call, in order, in both protocol eras: the real server-everything's long-running
 /// operation reports each step.

@@ -155,7 +155,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     // The MCP servers start first, in parallel, and stay up: their connections live on
     // this runtime, shared by every call.
-    let upstreams = Upstreams::new(&cfg);
+    let egress = shortlist::invoke::transport::Egress::from_config(&upstream)
+        .context("the [upstream] egress cannot be used")?;
+    let upstreams = Upstreams::with_egress(&cfg, egress);
     start_upstreams(&runtime, &cfg, &upstreams, store.as_ref());
     let (state, digest) = load_state(
         &cfg,

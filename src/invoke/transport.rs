@@ -95,6 +95,21 @@ impl Egress {
         self.proxy.is_some() || self.from_env
     }
 
+    /// The configured proxy, user info included (for an HTTP client's proxy setting only).
+    pub fn proxy_url(&self) -> Option<&Url> {
+        self.proxy.as_ref()
+    }
+
+    /// Whether the environment's proxies are used (`proxy_env = true`).
+    pub fn uses_env(&self) -> bool {
+        self.from_env
+    }
+
+    /// The proxies' host names, whose addresses are checked as a proxy's.
+    pub fn proxy_hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
     /// The proxy for logs: no user info.
     pub fn describe(&self) -> String {
         match (&self.proxy, self.from_env) {

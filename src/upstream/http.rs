@@ -1,6 +1,7 @@
 //! Reaching an MCP server over HTTP: streamable HTTP, or the older HTTP+SSE ([`super::sse`]).
 //!
-//! The client follows the same rules as calls to APIs: no proxy from the environment, no
+//! The client follows the same rules as calls to APIs: the `[upstream]` egress proxy when
+//! one is configured (never the environment's unless `proxy_env = true`), no
 //! redirects (a server that moved is reconfigured, not followed), the same address policy
 //! (link-local and metadata addresses refused unless the entry says `allow_link_local`;
 //! loopback and private ones, on a team server, unless it says `allow_private`; checked on
@@ -11,6 +12,7 @@
 use crate::catalog::config::{ApiConfig, AuthConfig};
 use crate::catalog::mcp_config::McpSource;
 use crate::invoke::address::{self, GuardedResolver, Policy};
+use crate::invoke::transport::{check_target, Egress};
 use reqwest_mcp::header::{HeaderName, HeaderValue};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -71,17 +73,44 @@ fn checked_url(source: &McpSource, policy: Policy) -> Result<&str, String> {
     Ok(raw)
 }
 
-/// The HTTP client an entry's connection uses.
-fn client(policy: Policy) -> Result<reqwest_mcp::Client, String> {
-    reqwest_mcp::Client::builder()
-        .no_proxy()
+/// How an entry's server is reached: the addresses it may have, and the egress.
+#[derive(Clone, Copy)]
+pub struct Reach<'a> {
+    pub policy: Policy,
+    pub egress: &'a Egress,
+}
+
+/// The HTTP client an entry's connection uses: through the egress proxy when one is
+/// configured (the target's addresses are checked here first, as for API calls), else
+/// directly, never through the environment's proxies unless `proxy_env = true`.
+async fn client(
+    entry: &ApiConfig,
+    url: &str,
+    reach: Reach<'_>,
+) -> Result<reqwest_mcp::Client, String> {
+    let mut builder = reqwest_mcp::Client::builder()
         .redirect(reqwest_mcp::redirect::Policy::none())
         .tls_backend_preconfigured(tls())
         .dns_resolver(Guarded(GuardedResolver {
-            policy,
+            policy: reach.policy,
+            proxies: reach.egress.proxy_hosts().into(),
             ..GuardedResolver::default()
         }))
-        .connect_timeout(std::time::Duration::from_secs(10))
+        .connect_timeout(std::time::Duration::from_secs(10));
+    if reach.egress.is_proxied() {
+        let target = url::Url::parse(url).map_err(|e| format!("`url` is not a URL: {e}"))?;
+        check_target(&target, reach.policy, &HashMap::new(), entry.proxy_resolves).await?;
+    }
+    builder = match reach.egress.proxy_url() {
+        Some(proxy) => builder.proxy(
+            reqwest_mcp::Proxy::all(proxy.as_str())
+                .map_err(|e| format!("the proxy cannot be used: {e}"))?,
+        ),
+        // reqwest reads the environment's proxies unless told not to.
+        None if reach.egress.uses_env() => builder,
+        None => builder.no_proxy(),
+    };
+    builder
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))
 }
@@ -113,19 +142,19 @@ fn headers(entry: &ApiConfig) -> Result<HashMap<HeaderName, HeaderValue>, String
 }
 
 /// The transport for a streamable HTTP entry; `Err` says what in the entry is wrong.
-pub fn transport(
+pub async fn transport(
     entry: &ApiConfig,
     source: &McpSource,
-    policy: Policy,
+    reach: Reach<'_>,
 ) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
-    let url = checked_url(source, policy)?;
+    let url = checked_url(source, reach.policy)?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = bearer(entry)? {
         config = config.auth_header(token);
     }
     config.custom_headers = headers(entry)?;
     Ok(StreamableHttpClientTransport::with_client(
-        client(policy)?,
+        client(entry, url, reach).await?,
         config,
     ))
 }
@@ -134,9 +163,9 @@ pub fn transport(
 pub async fn sse_transport(
     entry: &ApiConfig,
     source: &McpSource,
-    policy: Policy,
+    reach: Reach<'_>,
 ) -> Result<super::sse::SseTransport, String> {
-    let url = checked_url(source, policy)?;
+    let url = checked_url(source, reach.policy)?;
     let mut map = reqwest_mcp::header::HeaderMap::new();
     for (k, v) in headers(entry)? {
         map.insert(k, v);
@@ -146,5 +175,5 @@ pub async fn sse_transport(
             .map_err(|_| "the bearer token is not a valid header value".to_string())?;
         map.insert(reqwest_mcp::header::AUTHORIZATION, value);
     }
-    super::sse::SseTransport::connect(client(policy)?, url, map).await
+    super::sse::SseTransport::connect(client(entry, url, reach).await?, url, map).await
 }

@@ -25,6 +25,7 @@ pub mod sse;
 use crate::catalog::mcp_tools::Listings;
 use crate::catalog::CatalogConfig;
 use crate::invoke::address::Policy;
+use crate::invoke::transport::Egress;
 pub use pins::Pins;
 pub use progress::Progress;
 
@@ -54,6 +55,8 @@ pub struct Upstreams {
     stale: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// The gate of pinned definitions, where the server keeps a state store.
     pins: std::sync::OnceLock<Arc<Pins>>,
+    /// How HTTP servers are reached: directly, or through the egress proxy.
+    egress: Egress,
 }
 
 /// What a server is made from: its entry and the address policy it is reached under. A
@@ -78,14 +81,29 @@ fn recipes(
 }
 
 impl Upstreams {
-    /// The servers `config` names, none started yet.
+    /// The servers `config` names, none started yet, reached as its `[upstream]` table says
+    /// (a table that cannot be used leaves HTTP servers reached directly, said at once).
     pub fn new(config: &CatalogConfig) -> Arc<Upstreams> {
+        let egress = match Egress::from_config(&config.upstream.clone().unwrap_or_default()) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!("MCP servers over HTTP are reached directly: {e}");
+                Egress::default()
+            }
+        };
+        Upstreams::with_egress(config, egress)
+    }
+
+    /// The servers `config` names, none started yet, HTTP ones reached through `egress`
+    /// (`serve --upstream-proxy` overrides the config's `[upstream]`).
+    pub fn with_egress(config: &CatalogConfig, egress: Egress) -> Arc<Upstreams> {
         let upstreams = Arc::new(Upstreams {
             servers: std::sync::RwLock::new(BTreeMap::new()),
             listings: Mutex::new(Listings::new()),
             changes: Arc::new(AtomicU64::new(0)),
             stale: Arc::default(),
             pins: std::sync::OnceLock::new(),
+            egress,
         });
         let servers = recipes(config)
             .into_iter()
@@ -114,7 +132,13 @@ impl Upstreams {
                 s.insert(marked.clone());
             }
         });
-        Arc::new(Server::new(id, entry, on_changed, policy))
+        Arc::new(Server::new(
+            id,
+            entry,
+            on_changed,
+            policy,
+            self.egress.clone(),
+        ))
     }
 
     /// The servers now, by id.

@@ -92,6 +92,8 @@ pub struct Server {
     entry: ApiConfig,
     /// Which addresses an HTTP server may be reached at.
     policy: crate::invoke::address::Policy,
+    /// How an HTTP server is reached: directly, or through the egress proxy.
+    egress: crate::invoke::transport::Egress,
     /// Calls waiting for their progress, shared with each connection's handler.
     relays: super::progress::Relays,
     /// Calls in flight, to whose person an elicitation may go.
@@ -106,15 +108,25 @@ impl Server {
         entry: ApiConfig,
         on_list_changed: OnListChanged,
         policy: crate::invoke::address::Policy,
+        egress: crate::invoke::transport::Egress,
     ) -> Server {
         Server {
             id: id.to_string(),
             entry,
             policy,
+            egress,
             relays: super::progress::Relays::default(),
             in_flight: super::elicit::InFlight::default(),
             state: Mutex::new(State::Idle),
             on_list_changed,
+        }
+    }
+
+    /// How this server is reached over HTTP.
+    fn reach(&self) -> super::http::Reach<'_> {
+        super::http::Reach {
+            policy: self.policy,
+            egress: &self.egress,
         }
     }
 
@@ -389,7 +401,7 @@ impl Server {
                     .map_err(|e| format!("it did not initialize: {e}"))
             }
             McpTransport::StreamableHttp => {
-                let transport = super::http::transport(&self.entry, source, self.policy)?;
+                let transport = super::http::transport(&self.entry, source, self.reach()).await?;
                 handler
                     .serve(transport)
                     .await
@@ -397,7 +409,7 @@ impl Server {
             }
             McpTransport::Sse => {
                 let transport =
-                    super::http::sse_transport(&self.entry, source, self.policy).await?;
+                    super::http::sse_transport(&self.entry, source, self.reach()).await?;
                 handler
                     .serve(transport)
                     .await
