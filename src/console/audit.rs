@@ -138,14 +138,27 @@ pub async fn begin_review(
     )
     .on(&format!("{} {}", r.method.to_uppercase(), r.path))
     .with_detail(review_detail(r, None));
-    match tokio::time::timeout(WAIT, store.record(&entry)).await {
+    begin_write(Some(store), &entry, "the review was not written").await
+}
+
+/// Records a console write (a review, a decision on a tool definition) before it is made:
+/// its row id, `Ok(None)` without a store, or why it is not made (`refused` in front).
+pub async fn begin_write(
+    store: Option<&Store>,
+    entry: &AuditEntry,
+    refused: &str,
+) -> Result<Option<i64>, String> {
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    match tokio::time::timeout(WAIT, store.record(entry)).await {
         Ok(Ok(id)) => Ok(Some(id)),
         Ok(Err(e)) => Err(format!(
-            "the review was not written: it could not be recorded in the audit log ({e})"
+            "{refused}: it could not be recorded in the audit log ({e})"
         )),
-        Err(_) => {
-            Err("the review was not written: the audit log's store did not answer in time".into())
-        }
+        Err(_) => Err(format!(
+            "{refused}: the audit log's store did not answer in time"
+        )),
     }
 }
 

@@ -171,33 +171,17 @@ pub async fn decide(
     }
     let store = c.server().store();
     // Recorded before it is written, as every review is.
-    let recorded = match store {
-        Some(store) => {
-            let entry = crate::store::AuditEntry::event(
-                crate::store::Event::ToolReview,
-                viewer.audit_sub(),
-                viewer.client_id(),
-                &d.server,
-            )
-            .on(&d.tool)
-            .with_detail(json!({"action": d.action.as_str(), "digest": d.digest}));
-            match tokio::time::timeout(audit::WAIT, store.record(&entry)).await {
-                Ok(Ok(id)) => Some(id),
-                Ok(Err(e)) => {
-                    return error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        format!("not decided: it could not be recorded in the audit log ({e})"),
-                    )
-                }
-                Err(_) => {
-                    return error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "not decided: the audit log's store did not answer in time",
-                    )
-                }
-            }
-        }
-        None => None,
+    let entry = crate::store::AuditEntry::event(
+        crate::store::Event::ToolReview,
+        viewer.audit_sub(),
+        viewer.client_id(),
+        &d.server,
+    )
+    .on(&d.tool)
+    .with_detail(json!({"action": d.action.as_str(), "digest": d.digest}));
+    let recorded = match audit::begin_write(store, &entry, "not decided").await {
+        Ok(id) => id,
+        Err(why) => return error(StatusCode::SERVICE_UNAVAILABLE, why),
     };
     let by = viewer.audit_sub().to_string();
     let decided = tokio::time::timeout(
