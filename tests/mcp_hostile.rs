@@ -45,6 +45,7 @@ async fn call(u: &Upstreams, server: &str, tool: &str, args: Value) -> Result<St
             args,
             Duration::from_secs(10),
             Default::default(),
+            None,
         )
         .await?;
     Ok(text(&json!({ "content": r.content })))
@@ -366,11 +367,12 @@ async fn a_call_that_times_out_is_cancelled_upstream() {
             args,
             Duration::from_secs(1),
             Default::default(),
+            None,
         )
         .await;
     assert!(started.elapsed() < Duration::from_secs(5));
     let err = r.expect_err("the call timed out");
-    assert!(err.contains("did not answer within 1 s"), "{err}");
+    assert!(err.reason.contains("did not answer within 1 s"), "{err}");
     let mut told = String::new();
     for _ in 0..50 {
         told = std::fs::read_to_string(&events).unwrap_or_default();

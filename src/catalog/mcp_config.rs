@@ -10,6 +10,7 @@
 //! are passed on from shortlist's own environment) and `set_env` (literal values, as a
 //! client's config file gives them). None of shortlist's own secrets reach it otherwise.
 
+use super::auth_config::AuthConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,6 +71,10 @@ pub struct McpSource {
     /// waits) or `warn` (every definition is served, a changed one with a warning; the
     /// default otherwise).
     pub review: Option<ToolReview>,
+    /// A variable holding the bearer token this server's tools are listed with, where its
+    /// calls carry each person's own token (`auth` of kind `token_exchange` or
+    /// `authorization_code`): listing happens before anyone calls.
+    pub list_token_env: Option<String>,
 }
 
 /// How a server's tool definitions are pinned (see [`McpSource::review`]).
@@ -116,6 +121,25 @@ impl McpSource {
         }
     }
 
+    /// What is wrong with the credentials `auth` gives this server, if anything: a child
+    /// takes its credentials from its environment, the older HTTP+SSE transport a fixed
+    /// bearer token only, and streamable HTTP a bearer token, the client credentials grant
+    /// or each person's own token.
+    pub fn check_auth(&self, auth: Option<&AuthConfig>) -> Result<(), String> {
+        let per_person = auth.is_some_and(AuthConfig::is_per_person);
+        if self.list_token_env.is_some() && !per_person {
+            return Err("`list_token_env` is for a server whose calls carry each person's own token (auth of kind token_exchange or authorization_code)".into());
+        }
+        match (self.transport(), auth) {
+            (_, None) => Ok(()),
+            (McpTransport::Stdio, Some(_)) => Err("a stdio MCP server takes no `auth`: give it its credentials through `env` or `set_env`".into()),
+            (McpTransport::Sse, Some(AuthConfig::Bearer { .. })) => Ok(()),
+            (McpTransport::Sse, Some(_)) => Err("an HTTP+SSE MCP server takes a bearer token only (`kind = \"bearer\"`); obtained tokens need streamable HTTP".into()),
+            (McpTransport::StreamableHttp, Some(a)) if a.is_obtained() || matches!(a, AuthConfig::Bearer { .. }) => Ok(()),
+            (McpTransport::StreamableHttp, Some(_)) => Err("an MCP server takes a bearer token, the client credentials grant or each person's own token (token_exchange, authorization_code)".into()),
+        }
+    }
+
     /// Whether a tool of this server is served at all (`include`, `exclude`).
     pub fn serves(&self, tool: &str) -> bool {
         (self.include.is_empty() || self.include.iter().any(|p| name_matches(p, tool)))
@@ -156,6 +180,24 @@ impl McpSource {
             (None, Some(u)) => super::without_credentials(u),
             (None, None) => "(nothing to start)".into(),
         }
+    }
+}
+
+/// What is wrong with an API's (not an MCP server's) credentials, if anything: only an MCP
+/// server publishes the metadata that the settings left out would be read from.
+pub fn check_api_auth(auth: Option<&AuthConfig>) -> Result<(), String> {
+    match auth {
+        Some(AuthConfig::TokenExchange { audience, .. }) if audience.is_empty() => {
+            Err("auth of kind token_exchange needs `audience`".into())
+        }
+        Some(AuthConfig::AuthorizationCode {
+            authorize_url,
+            token_url,
+            ..
+        }) if authorize_url.is_empty() || token_url.is_empty() => {
+            Err("auth of kind authorization_code needs `authorize_url` and `token_url`".into())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -218,5 +260,44 @@ mod tests {
         };
         assert_eq!(http.transport(), McpTransport::StreamableHttp);
         assert!(http.check().is_ok());
+    }
+
+    #[test]
+    fn credentials_fit_the_transport() {
+        let bearer = AuthConfig::Bearer {
+            token_env: "T".into(),
+        };
+        let exchange = AuthConfig::TokenExchange {
+            token_url: None,
+            client_id: "c".into(),
+            client_secret_env: "S".into(),
+            audience: String::new(),
+            scope: None,
+            trust_token_url: false,
+        };
+        let child = McpSource {
+            command: Some("x".into()),
+            ..McpSource::default()
+        };
+        assert!(child.check_auth(Some(&bearer)).unwrap_err().contains("env"));
+        let http = McpSource {
+            url: Some("https://mcp.example/mcp".into()),
+            ..McpSource::default()
+        };
+        assert!(http.check_auth(Some(&exchange)).is_ok());
+        let sse = McpSource {
+            transport: Some(McpTransport::Sse),
+            ..http.clone()
+        };
+        assert!(sse.check_auth(Some(&bearer)).is_ok());
+        assert!(sse.check_auth(Some(&exchange)).is_err());
+        let listed = McpSource {
+            list_token_env: Some("L".into()),
+            ..http
+        };
+        assert!(listed.check_auth(Some(&bearer)).is_err());
+        assert!(listed.check_auth(Some(&exchange)).is_ok());
+        // Only an MCP server's metadata can stand in for a missing audience.
+        assert!(check_api_auth(Some(&exchange)).is_err());
     }
 }

@@ -4,6 +4,7 @@
 //! A catalog never fails as a whole because one spec is broken: every spec that can be
 //! used is used, and every problem is reported with its file and JSON pointer.
 
+pub mod auth_config;
 pub mod bodies;
 pub mod client_file;
 pub mod compact;

@@ -23,9 +23,10 @@ use super::response::{read_capped, shape, CappedBody, Limits, ResponseContext, R
 use super::transport::{check_target, clients, refused_literal, same_origin, Egress, EgressError};
 use super::validate::validate;
 use crate::catalog::config::UpstreamConfig;
-use crate::catalog::{ApiConfig, Endpoint, Method};
+use crate::catalog::{ApiConfig, AuthConfig, Endpoint, Method};
 use crate::credentials::{Broker, Grant, Person, ServerSide};
 use crate::store::Store;
+use crate::upstream::PersonToken;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -245,9 +246,16 @@ impl Invoker {
         args: &Map<String, Value>,
         who: CallFor<'_>,
     ) -> Called {
-        let obtained = api_cfg
-            .and_then(|c| c.auth.as_ref())
-            .filter(|a| a.is_obtained());
+        // An MCP server's own settings may come from its metadata; its machine tokens are
+        // its connection's business, so only each person's own are obtained here.
+        let resolved = match self.mcp_auth(ep, api_cfg).await {
+            Ok(a) => a,
+            Err(e) => return Called::Done(CallOutcome::refused("token", e)),
+        };
+        let obtained = resolved
+            .as_ref()
+            .or_else(|| api_cfg.and_then(|c| c.auth.as_ref()))
+            .filter(|a| a.is_obtained() && (ep.mcp.is_none() || a.is_per_person()));
         let mut retried = false;
         loop {
             let token = match obtained {
@@ -280,7 +288,10 @@ impl Invoker {
                     ep,
                     api_cfg,
                     args,
-                    token.as_ref().map(|t| t.value.as_str()),
+                    token.as_ref().map(|t| PersonToken {
+                        sub: who.person.map(|p| p.sub.as_str()).unwrap_or_default(),
+                        token: t.value.as_str(),
+                    }),
                     &mut redactor,
                     who.hooks,
                 )
@@ -300,12 +311,41 @@ impl Invoker {
         }
     }
 
+    /// For a tool of an MCP server whose calls carry each person's token, the credential
+    /// settings with what the entry left out read from the server's metadata.
+    async fn mcp_auth(
+        &self,
+        ep: &Endpoint,
+        cfg: Option<&ApiConfig>,
+    ) -> Result<Option<AuthConfig>, String> {
+        let (Some(tool), Some(upstreams)) = (&ep.mcp, &self.upstreams) else {
+            return Ok(None);
+        };
+        if !cfg
+            .and_then(|c| c.auth.as_ref())
+            .is_some_and(AuthConfig::is_per_person)
+        {
+            return Ok(None);
+        }
+        upstreams.auth_for(&tool.server).await
+    }
+
+    /// The credential settings of `api` as calls use them: an MCP server's as read from its
+    /// metadata where its entry left something out, else `configured`. What a consent
+    /// that a call started is completed with.
+    pub fn auth_of(&self, api: &str, configured: Option<AuthConfig>) -> Option<AuthConfig> {
+        self.upstreams
+            .as_ref()
+            .and_then(|u| u.resolved_auth(api))
+            .or(configured)
+    }
+
     async fn run(
         &self,
         ep: &Endpoint,
         cfg: Option<&ApiConfig>,
         args: &Map<String, Value>,
-        token: Option<&str>,
+        token: Option<PersonToken<'_>>,
         redactor: &mut Redactor,
         hooks: Option<&crate::upstream::CallHooks>,
     ) -> CallOutcome {
@@ -330,6 +370,7 @@ impl Invoker {
                 self.timeout_for(cfg),
                 self.options.max_response_bytes,
                 hooks.cloned().unwrap_or_default(),
+                token.filter(|t| !t.sub.is_empty()),
             )
             .await;
         }
@@ -337,7 +378,7 @@ impl Invoker {
             cfg.and_then(|c| c.auth.as_ref()),
             &ep.api,
             self.env.as_ref(),
-            token,
+            token.map(|t| t.token),
             redactor,
         ) {
             Ok(c) => c,

@@ -33,6 +33,7 @@ pub async fn call(
     timeout: Duration,
     max_bytes: usize,
     hooks: crate::upstream::CallHooks,
+    person: Option<crate::upstream::PersonToken<'_>>,
 ) -> CallOutcome {
     let Some(tool) = &ep.mcp else {
         return CallOutcome::error("not an MCP tool");
@@ -52,6 +53,7 @@ pub async fn call(
             arguments(ep, valid),
             timeout,
             hooks,
+            person,
         )
         .instrument(span.clone())
         .await;
@@ -65,7 +67,11 @@ pub async fn call(
     }
     match answered {
         Ok(result) => shape(result, max_bytes),
-        Err(reason) => CallOutcome::error(reason),
+        // A refused token reads as the API's 401 would: the caller gets a fresh one.
+        Err(f) => CallOutcome {
+            status: f.token_refused.then_some(401),
+            ..CallOutcome::error(f.reason)
+        },
     }
 }
 

@@ -123,7 +123,9 @@ async fn callback(
         );
     };
     let served = site.state.served();
-    let auth_of = |api: &str| served.api_config(api).and_then(|c| c.auth.clone());
+    let invoker = site.state.invoker();
+    let auth_of =
+        |api: &str| invoker.auth_of(api, served.api_config(api).and_then(|c| c.auth.clone()));
     let outcome = site
         .state
         .invoker()

@@ -282,7 +282,9 @@ pub async fn signed_in_back(
         );
     }
     let served = site.state.served();
-    let auth_of = |api: &str| served.api_config(api).and_then(|c| c.auth.clone());
+    let invoker = site.state.invoker();
+    let auth_of =
+        |api: &str| invoker.auth_of(api, served.api_config(api).and_then(|c| c.auth.clone()));
     let target = match site
         .state
         .invoker()

@@ -9,6 +9,7 @@
 //! variable the entry names, and the entry's literal headers. The URL's own credentials
 //! are sent as the URL carries them and never appear in messages.
 
+use super::bearing::{Bearing, TokenSlot};
 use crate::catalog::config::{ApiConfig, AuthConfig};
 use crate::catalog::mcp_config::McpSource;
 use crate::invoke::address::{self, GuardedResolver, Policy};
@@ -115,17 +116,25 @@ async fn client(
         .map_err(|e| format!("cannot build an HTTP client: {e}"))
 }
 
-/// The bearer token an entry names, if any.
-fn bearer(entry: &ApiConfig) -> Result<Option<String>, String> {
-    match &entry.auth {
-        None => Ok(None),
-        Some(AuthConfig::Bearer { token_env }) => std::env::var(token_env)
-            .map(Some)
-            .map_err(|_| format!("the bearer token's variable {token_env} is not set")),
-        Some(_) => Err(
-            "an MCP server takes `auth = { kind = \"bearer\", token_env = \"...\" }` only".into(),
+/// The token an entry's shared connection opens with, read from the environment: the
+/// entry's bearer token, or the one its tools are listed with where calls carry each
+/// person's own (`list_token_env`). A machine token (client credentials) is put in the
+/// connection's slot by its server instead.
+pub fn fixed_token(entry: &ApiConfig, source: &McpSource) -> Result<Option<String>, String> {
+    let var = match &entry.auth {
+        None | Some(AuthConfig::ClientCredentials { .. }) => return Ok(None),
+        Some(AuthConfig::Bearer { token_env }) => token_env,
+        Some(a) if a.is_per_person() => match &source.list_token_env {
+            Some(v) => v,
+            None => return Ok(None),
+        },
+        Some(_) => return Err(
+            "an MCP server takes a bearer token, the client credentials grant or each person's own token".into(),
         ),
-    }
+    };
+    std::env::var(var)
+        .map(Some)
+        .map_err(|_| format!("the token's variable {var} is not set"))
 }
 
 /// The entry's literal headers.
@@ -141,22 +150,33 @@ fn headers(entry: &ApiConfig) -> Result<HashMap<HeaderName, HeaderValue>, String
     Ok(headers)
 }
 
-/// The transport for a streamable HTTP entry; `Err` says what in the entry is wrong.
+/// The transport for a streamable HTTP entry, its requests carrying the token in `slot`
+/// ([`Bearing`]); `Err` says what in the entry is wrong.
 pub async fn transport(
     entry: &ApiConfig,
     source: &McpSource,
     reach: Reach<'_>,
-) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+    slot: Arc<TokenSlot>,
+) -> Result<StreamableHttpClientTransport<Bearing>, String> {
     let url = checked_url(source, reach.policy)?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    if let Some(token) = bearer(entry)? {
-        config = config.auth_header(token);
-    }
     config.custom_headers = headers(entry)?;
+    let inner = client(entry, url, reach).await?;
     Ok(StreamableHttpClientTransport::with_client(
-        client(entry, url, reach).await?,
+        Bearing { inner, slot },
         config,
     ))
+}
+
+/// A plain client for `url` under the entry's reach: what its protected-resource metadata
+/// is read with.
+pub async fn metadata_client(
+    entry: &ApiConfig,
+    source: &McpSource,
+    reach: Reach<'_>,
+) -> Result<(reqwest_mcp::Client, String), String> {
+    let url = checked_url(source, reach.policy)?;
+    Ok((client(entry, url, reach).await?, url.to_string()))
 }
 
 /// The transport for an HTTP+SSE entry (2024-11-05), connected.
@@ -170,7 +190,7 @@ pub async fn sse_transport(
     for (k, v) in headers(entry)? {
         map.insert(k, v);
     }
-    if let Some(token) = bearer(entry)? {
+    if let Some(token) = fixed_token(entry, source)? {
         let value = HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| "the bearer token is not a valid header value".to_string())?;
         map.insert(reqwest_mcp::header::AUTHORIZATION, value);

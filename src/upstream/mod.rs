@@ -13,12 +13,15 @@
 //! delays and breaks nothing else: it is reported, and its tools are missing until it
 //! answers (the catalog's reload picks them up).
 
+pub mod bearing;
 pub mod child;
 pub mod elicit;
 pub mod handler;
 pub mod http;
+pub mod personal;
 pub mod pins;
 pub mod progress;
+pub mod protected;
 pub mod server;
 pub mod sse;
 
@@ -36,6 +39,45 @@ pub struct CallHooks {
     pub progress: Option<Progress>,
     pub ask: Option<elicit::Asker>,
 }
+/// A person's own token for one call, and whose it is: the call goes over that person's
+/// own connection ([`personal`]).
+#[derive(Clone, Copy)]
+pub struct PersonToken<'a> {
+    pub sub: &'a str,
+    pub token: &'a str,
+}
+
+/// Why a call got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    /// The server refused the person's token (`401`): a fresh one may do.
+    pub token_refused: bool,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl From<Failure> for String {
+    fn from(f: Failure) -> String {
+        f.reason
+    }
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Failure {
+        Failure {
+            reason,
+            token_refused: false,
+        }
+    }
+}
+
+use crate::catalog::AuthConfig;
+use crate::credentials::{Broker, ServerSide};
 use serde_json::{Map, Value};
 pub use server::{Server, Status};
 use std::collections::BTreeMap;
@@ -57,6 +99,14 @@ pub struct Upstreams {
     pins: std::sync::OnceLock<Arc<Pins>>,
     /// How HTTP servers are reached: directly, or through the egress proxy.
     egress: Egress,
+    /// Each person's own connections, for servers whose calls carry their token.
+    personal: personal::Personal,
+    /// Machine tokens (client credentials) for the servers' shared connections.
+    machine: Arc<Broker>,
+    /// Credential settings filled in from servers' metadata, by id ([`protected`]).
+    resolved: Mutex<BTreeMap<String, AuthConfig>>,
+    /// The `[auth]` issuer, whose tokens alone are exchanged.
+    issuer: std::sync::RwLock<Option<String>>,
 }
 
 /// What a server is made from: its entry and the address policy it is reached under. A
@@ -104,6 +154,13 @@ impl Upstreams {
             stale: Arc::default(),
             pins: std::sync::OnceLock::new(),
             egress,
+            personal: personal::Personal::default(),
+            machine: Arc::new(Broker::new(
+                Arc::new(|k: &str| std::env::var(k).ok()),
+                ServerSide::default(),
+            )),
+            resolved: Mutex::default(),
+            issuer: std::sync::RwLock::new(config.auth.as_ref().map(|a| a.issuer.clone())),
         });
         let servers = recipes(config)
             .into_iter()
@@ -132,13 +189,10 @@ impl Upstreams {
                 s.insert(marked.clone());
             }
         });
-        Arc::new(Server::new(
-            id,
-            entry,
-            on_changed,
-            policy,
-            self.egress.clone(),
-        ))
+        Arc::new(
+            Server::new(id, entry, on_changed, policy, self.egress.clone())
+                .with_machine(Arc::clone(&self.machine)),
+        )
     }
 
     /// The servers now, by id.
@@ -191,6 +245,16 @@ impl Upstreams {
         if let Ok(mut s) = self.servers.write() {
             *s = next;
         }
+        if let Ok(mut i) = self.issuer.write() {
+            *i = config.auth.as_ref().map(|a| a.issuer.clone());
+        }
+        let gone_ids: Vec<&str> = gone.iter().map(|s| s.id.as_str()).collect();
+        if let Ok(mut r) = self.resolved.lock() {
+            r.retain(|id, _| !gone_ids.contains(&id.as_str()));
+        }
+        let keep = |id: &str, _: &Server| !gone_ids.contains(&id);
+        let closed = self.personal.retain(Some(&keep));
+        futures::future::join_all(closed.iter().map(|s| s.stop())).await;
         for s in &gone {
             // What is served changes: said at the default level.
             tracing::warn!(server = %s.id, "MCP server no longer in the config (or changed): stopped");
@@ -317,6 +381,7 @@ impl Upstreams {
     }
 
     /// Calls `tool` on server `id`; its progress and elicitations go where `hooks` say.
+    /// With `person`, the call goes over that person's own connection, carrying their token.
     pub async fn call(
         &self,
         id: &str,
@@ -324,7 +389,8 @@ impl Upstreams {
         arguments: Map<String, Value>,
         timeout: Duration,
         hooks: CallHooks,
-    ) -> Result<rmcp::model::CallToolResult, String> {
+        person: Option<PersonToken<'_>>,
+    ) -> Result<rmcp::model::CallToolResult, Failure> {
         let server = self
             .server(id)
             .ok_or_else(|| format!("no MCP server '{id}' in this catalog"))?;
@@ -338,9 +404,71 @@ impl Upstreams {
             return Err(format!(
                 "the definition of '{tool}' on MCP server '{id}' changed and awaits review; \
                  it is not served until a reviewer approves it"
-            ));
+            )
+            .into());
         }
-        server.call(tool, arguments, timeout, hooks).await
+        let Some(p) = person else {
+            return Ok(server.call(tool, arguments, timeout, hooks).await?);
+        };
+        let (own, closed) = self
+            .personal
+            .get(id, p.sub, || Arc::new(server.for_person()));
+        for c in closed {
+            tokio::spawn(async move { c.stop().await });
+        }
+        own.slot().set(Some(p.token.to_string()));
+        let answered = own.call(tool, arguments, timeout, hooks).await;
+        match answered {
+            Err(reason) if own.slot().refused() => {
+                // Opened anew, without backing off, with the fresh token a retry brings.
+                if let Some(c) = self.personal.forget(id, p.sub) {
+                    tokio::spawn(async move { c.stop().await });
+                }
+                Err(Failure {
+                    reason,
+                    token_refused: true,
+                })
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// The credential settings calls to server `id` are made with: its entry's `auth`,
+    /// with what it left out read from the server's protected-resource metadata (once,
+    /// then kept; a failure is tried again on the next call). `None`: no `auth`.
+    pub async fn auth_for(&self, id: &str) -> Result<Option<AuthConfig>, String> {
+        let server = self
+            .server(id)
+            .ok_or_else(|| format!("no MCP server '{id}' in this catalog"))?;
+        let Some(auth) = server.entry().auth.clone() else {
+            return Ok(None);
+        };
+        if !protected::needs_discovery(&auth) {
+            return Ok(Some(auth));
+        }
+        if let Some(done) = self.resolved_auth(id) {
+            return Ok(Some(done));
+        }
+        let issuer = self.issuer.read().ok().and_then(|i| i.clone());
+        let filled = server
+            .discover(&auth, issuer.as_deref())
+            .await
+            .map_err(|e| format!("MCP server '{id}': {e}"))?;
+        if let Ok(mut r) = self.resolved.lock() {
+            r.insert(id.to_string(), filled.clone());
+        }
+        Ok(Some(filled))
+    }
+
+    /// The credential settings read from server `id`'s metadata so far, if any: what a
+    /// consent that call started completes with.
+    pub fn resolved_auth(&self, id: &str) -> Option<AuthConfig> {
+        self.resolved.lock().ok()?.get(id).cloned()
+    }
+
+    /// How many personal connections are open.
+    pub fn personal_connections(&self) -> usize {
+        self.personal.len()
     }
 
     /// Whether server `id` lists `tool` last in a definition `pins` approve.
@@ -371,6 +499,8 @@ impl Upstreams {
     pub async fn stop(&self) {
         let servers = self.servers();
         futures::future::join_all(servers.values().map(|s| s.stop())).await;
+        let personal = self.personal.retain(None);
+        futures::future::join_all(personal.iter().map(|s| s.stop())).await;
     }
 }
 

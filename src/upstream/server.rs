@@ -7,10 +7,13 @@
 //! server is not running. After [`CRASH_LOOP_AFTER`] failures in a row the server is in a
 //! crash loop, said in the health report; it is still tried once a minute.
 
+use super::bearing::TokenSlot;
 use super::handler::{Handler, OnListChanged};
 use crate::catalog::config::ApiConfig;
+use crate::catalog::config::AuthConfig;
 use crate::catalog::mcp_config::{McpSource, McpTransport, DEFAULT_START_TIMEOUT_SECS};
 use crate::catalog::mcp_tools::{listing_key, Listing, MAX_TOOLS};
+use crate::credentials::{Broker, Grant};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, NumberOrString, PaginatedRequestParams, ServerResult,
@@ -19,6 +22,7 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
@@ -100,6 +104,12 @@ pub struct Server {
     in_flight: super::elicit::InFlight,
     state: Mutex<State>,
     on_list_changed: OnListChanged,
+    /// The token its HTTP requests carry now.
+    slot: Arc<TokenSlot>,
+    /// Where its machine token comes from, for an entry with the client credentials grant.
+    machine: Option<Arc<Broker>>,
+    /// Whether this is one person's own connection ([`super::personal`]).
+    personal: bool,
 }
 
 impl Server {
@@ -119,6 +129,64 @@ impl Server {
             in_flight: super::elicit::InFlight::default(),
             state: Mutex::new(State::Idle),
             on_list_changed,
+            slot: Arc::new(TokenSlot::default()),
+            machine: None,
+            personal: false,
+        }
+    }
+
+    /// This server with its machine tokens (client credentials) from `broker`.
+    pub fn with_machine(mut self, broker: Arc<Broker>) -> Server {
+        self.machine = Some(broker);
+        self
+    }
+
+    /// A connection of this server's own for one person, whose token the caller puts in
+    /// [`Server::slot`] before each call; its `list_changed` is the shared connection's
+    /// business, not this one's.
+    pub fn for_person(&self) -> Server {
+        let mut s = Server::new(
+            &self.id,
+            self.entry.clone(),
+            Arc::new(|| {}),
+            self.policy,
+            self.egress.clone(),
+        );
+        s.personal = true;
+        s
+    }
+
+    /// The token this server's HTTP requests carry.
+    pub fn slot(&self) -> &Arc<TokenSlot> {
+        &self.slot
+    }
+
+    /// Puts a fresh machine token in the slot, for an entry with the client credentials
+    /// grant (the broker keeps it cached until it is due for renewal).
+    async fn renew(&self) -> Result<(), String> {
+        let (Some(broker), Some(auth)) = (&self.machine, &self.entry.auth) else {
+            return Ok(());
+        };
+        if self.personal || !matches!(auth, AuthConfig::ClientCredentials { .. }) {
+            return Ok(());
+        }
+        match broker.grant(&self.id, auth, None, None, None).await {
+            Ok(Grant::Token(t)) => {
+                self.slot.set(Some(t.value));
+                Ok(())
+            }
+            Ok(Grant::Consent { .. }) => Err("its credentials ask for consent".into()),
+            Err(e) => Err(format!("no token for it: {e}")),
+        }
+    }
+
+    /// After a failure: a machine token the server refused is forgotten, so the next
+    /// attempt fetches a new one.
+    async fn forget_refused(&self) {
+        if let (Some(broker), Some(auth), true) =
+            (&self.machine, &self.entry.auth, self.slot.refused())
+        {
+            broker.refused(&self.id, auth, None, None).await;
         }
     }
 
@@ -195,7 +263,14 @@ impl Server {
 
     /// Lists every tool (all pages, bounded), connecting first when needed.
     pub async fn list(&self) -> Result<Listing, String> {
-        let peer = self.peer().await?;
+        self.renew().await?;
+        let peer = match self.peer().await {
+            Ok(p) => p,
+            Err(e) => {
+                self.forget_refused().await;
+                return Err(self.refusal_hint(e));
+            }
+        };
         let listed = tokio::time::timeout(self.start_timeout(), list_all(&peer)).await;
         let tools = match listed {
             Ok(r) => r?,
@@ -225,11 +300,19 @@ impl Server {
         timeout: Duration,
         hooks: super::CallHooks,
     ) -> Result<CallToolResult, String> {
-        let peer = self.peer().await?;
+        self.renew().await?;
+        let peer = match self.peer().await {
+            Ok(p) => p,
+            Err(e) => {
+                self.forget_refused().await;
+                return Err(e);
+            }
+        };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         match tokio::time::timeout(timeout, self.send_call(&peer, params, hooks)).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
+                self.forget_refused().await;
                 if peer.is_transport_closed() {
                     self.fail(&format!("it stopped during the call ({e})"))
                         .await;
@@ -401,7 +484,13 @@ impl Server {
                     .map_err(|e| format!("it did not initialize: {e}"))
             }
             McpTransport::StreamableHttp => {
-                let transport = super::http::transport(&self.entry, source, self.reach()).await?;
+                if !self.personal && !self.machine_tokens() {
+                    self.slot
+                        .set(super::http::fixed_token(&self.entry, source)?);
+                }
+                let transport =
+                    super::http::transport(&self.entry, source, self.reach(), self.slot.clone())
+                        .await?;
                 handler
                     .serve(transport)
                     .await
@@ -415,6 +504,57 @@ impl Server {
                     .await
                     .map_err(|e| format!("it did not initialize: {e}"))
             }
+        }
+    }
+}
+
+impl Server {
+    /// The entry this server is made from.
+    pub fn entry(&self) -> &ApiConfig {
+        &self.entry
+    }
+
+    /// `auth` with what it left out read from this server's protected-resource metadata
+    /// and its authorization server's ([`super::protected`]), within the start timeout.
+    pub async fn discover(
+        &self,
+        auth: &AuthConfig,
+        issuer: Option<&str>,
+    ) -> Result<AuthConfig, String> {
+        use super::protected;
+        let read = async {
+            let (client, url) =
+                super::http::metadata_client(&self.entry, self.source(), self.reach()).await?;
+            let meta = protected::resource_metadata(&client, &url).await?;
+            let server = match protected::chosen_server(auth, &meta, issuer)? {
+                Some(s) => Some(protected::server_metadata(&client, &s).await?),
+                None => None,
+            };
+            protected::filled(auth, &meta, server.as_ref())
+        };
+        tokio::time::timeout(self.start_timeout(), read)
+            .await
+            .map_err(|_| "its metadata was not read in time".to_string())?
+    }
+
+    /// Whether this server's token is a machine token from the broker.
+    fn machine_tokens(&self) -> bool {
+        self.machine.is_some()
+            && matches!(self.entry.auth, Some(AuthConfig::ClientCredentials { .. }))
+    }
+
+    /// A listing that failed for want of a token says where one goes.
+    fn refusal_hint(&self, reason: String) -> String {
+        let per_person = self
+            .entry
+            .auth
+            .as_ref()
+            .is_some_and(AuthConfig::is_per_person);
+        let unlisted = self.source().list_token_env.is_none();
+        if self.slot.refused() && per_person && unlisted {
+            format!("{reason} (its calls carry each person's own token; set `list_token_env` in its `mcp` table to the variable holding a token its tools are listed with)")
+        } else {
+            reason
         }
     }
 }
