@@ -15,6 +15,7 @@
 //!   carol;
 //! - a server whose metadata names another authorization server than the `[auth]` issuer
 //!   gets nobody's token;
+//! - client credentials: the server is listed and called with one machine token;
 //! - a server whose calls carry people's tokens and that has no listing token says how to
 //!   give it one.
 
@@ -128,11 +129,18 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
         "{{ kind = \"authorization_code\", client_id = \"notes-app\", \
          client_secret_env = \"TEST_NOTES_SECRET\", scope = \"notes\", issuer = {issuer:?} }}"
     );
+    let machine = format!(
+        "{{ kind = \"client_credentials\", token_url = \"{issuer}/token\", \
+         client_id = \"shortlist-server\", client_secret_env = \"TEST_IDP_SECRET\", \
+         scope = \"mcp\", resource = {:?} }}",
+        prot.url
+    );
     let body = [
         entry("prot", &prot.url, Some("PROT_LIST"), EXCHANGE),
         entry("notes", &prot.url, Some("PROT_LIST"), &consent),
         entry("liar", &liar.url, Some("LIAR_LIST"), EXCHANGE),
         entry("bare", &bare.url, None, EXCHANGE),
+        entry("machine", &prot.url, None, &machine),
         s.auth(""),
     ]
     .concat();
@@ -241,6 +249,16 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
         "{said}"
     );
     assert!(!liar.log().contains("sub=alice"), "{}", liar.log());
+
+    // Client credentials: one machine token, for listing and for everyone's calls.
+    let r = call(
+        &mcp,
+        &alice,
+        "call_tool",
+        json!({"name": "machine__whoami", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(result_text(&r), "sub=shortlist-server act=-", "{r}");
 
     // Without a listing token, its tools are not listed, and the log says what to set.
     let log = srv.log.lock().unwrap().clone();
