@@ -332,3 +332,125 @@ fn smollm2_batched_and_checked_then_the_same_output_unchecked() {
     assert_eq!(third["requests"], 0, "{third}");
     assert_eq!(read_json(&copy), checked);
 }
+
+/// An MCP server's thin tools enriched like a thin spec: `shortlist enrich` lists the
+/// server (our own, in its `thin` mode: an empty description, one that only repeats the
+/// tool's name, undescribed arguments), the model writes what is missing, and the catalog
+/// serves it on those tools, marked as generated, while the author's good text stays; a
+/// tool whose definition changes afterwards loses the text made for the old one.
+#[test]
+fn smollm2_enriches_an_mcp_servers_thin_tools() {
+    use shortlist::catalog::CatalogConfig;
+    let server = llm::LocalLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp_upstreams/own_server.py");
+    let config = dir.path().join("catalog.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\n[[api]]\nid = \"fin\"\nmcp = {{ command = {:?}, args = [{:?}, \"--mode\", \"thin\"] }}\n",
+            dir.path().join("data"),
+            python,
+            own
+        ),
+    )
+    .unwrap();
+    let r = enrich(&[
+        "-c",
+        config.to_str().unwrap(),
+        "--llm-url",
+        &server.url,
+        "--llm-model",
+        llm::MODEL,
+        "--concurrency",
+        "1",
+        "--max-tokens",
+        "128",
+        "--json",
+        "--per-task",
+        "--check",
+        "off",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let summary = r.summary();
+    assert!(summary["requests"].as_u64().unwrap() > 0, "{summary}");
+    let copy = dir.path().join("data/mcp-enriched/fin.enriched.json");
+    assert!(copy.is_file(), "{}", r.stderr);
+
+    let cfg = CatalogConfig::load(&config).unwrap();
+    let listings = shortlist::upstream::list_once(&cfg);
+    let c = Catalog::load_listed(&cfg, &listings);
+    let tool = |name: &str| {
+        c.endpoints
+            .iter()
+            .find(|e| e.mcp.as_ref().is_some_and(|t| t.name == name))
+            .unwrap_or_else(|| panic!("{name}: {:?}", c.endpoints))
+    };
+    let fx = tool("get_fx_rate");
+    assert!(
+        fx.description
+            .as_deref()
+            .is_some_and(|d| !d.trim().is_empty()),
+        "{fx:?}"
+    );
+    assert!(fx.description_provenance.is_some(), "{fx:?}");
+    for p in &fx.parameters {
+        assert!(p.description.is_some(), "{} {:?}", p.name, p);
+        assert!(p.description_provenance.is_some(), "{p:?}");
+    }
+    // A description that only repeats the name is shown replaced, and says so.
+    let invoice = tool("lookup_invoice");
+    assert_eq!(
+        invoice
+            .description_provenance
+            .as_ref()
+            .and_then(|p| p.replaced.as_deref()),
+        Some("lookup_invoice"),
+        "{invoice:?}"
+    );
+    // The author's own good text stays, unmarked.
+    let ok = tool("ok");
+    assert_eq!(
+        ok.description.as_deref(),
+        Some("A normal tool that returns ok.")
+    );
+    assert!(ok.description_provenance.is_none());
+    // What the model wrote reached the catalog (not only the heuristic's fallback).
+    let by_model = c.endpoints.iter().any(|e| {
+        e.description_provenance
+            .as_ref()
+            .is_some_and(|p| p.generator == llm::MODEL)
+            || e.parameters.iter().any(|p| {
+                p.description_provenance
+                    .as_ref()
+                    .is_some_and(|p| p.generator == llm::MODEL)
+            })
+    });
+    assert!(by_model, "{:#?}", c.endpoints);
+
+    // The server changes get_fx_rate: the text made for the old definition is dropped.
+    let mut changed = listings.clone();
+    for listed in changed.values_mut().flatten() {
+        for t in &mut listed.tools {
+            if t["name"] == "get_fx_rate" {
+                t["inputSchema"]["properties"]["date"] = serde_json::json!({"type": "string"});
+            }
+        }
+    }
+    let c = Catalog::load_listed(&cfg, &changed);
+    let fx = c
+        .endpoints
+        .iter()
+        .find(|e| e.operation_id.as_deref() == Some("get_fx_rate"))
+        .unwrap();
+    assert!(fx.description.is_none(), "{fx:?}");
+    assert!(
+        c.problems
+            .iter()
+            .any(|p| p.message.contains("stale") && p.message.contains("/get_fx_rate")),
+        "{:?}",
+        c.problems
+    );
+}

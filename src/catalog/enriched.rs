@@ -113,8 +113,18 @@ pub fn stamp(copy: &mut Value, origin: &Origin) {
 /// each operation that is unchanged since the copy was made (see the module documentation).
 pub fn load(src: &SpecSource) -> Result<Normalized, Problem> {
     let parsed = read_document_packed(&src.original)?;
-    let mut root = parsed.value;
-    let mut warnings = parsed.warnings;
+    load_over(parsed.value, parsed.warnings, src)
+}
+
+/// [`load`] with the original already read (`root`, and what reading it warned of): an
+/// original made in memory, as an MCP server's listing is (`catalog::mcp_texts`).
+pub fn load_over(
+    root: Value,
+    warnings: Vec<Problem>,
+    src: &SpecSource,
+) -> Result<Normalized, Problem> {
+    let mut root = root;
+    let mut warnings = warnings;
     let copy = match read_document_packed(&src.path) {
         Ok(c) => Some(c.value),
         Err(p) => {

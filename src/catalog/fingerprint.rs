@@ -53,7 +53,14 @@ pub fn watch_digest(config: &CatalogConfig) -> String {
         return d;
     }
     let mut problems = Vec::new();
-    let sources = expand_sources(config, &mut problems);
+    let mut sources = expand_sources(config, &mut problems);
+    // An MCP server's enriched copy changes what is served as a spec's does.
+    if let Some(dir) = &config.data_dir {
+        sources.extend(config.apis.iter().enumerate().filter_map(|(i, a)| {
+            a.mcp.as_ref()?;
+            Some(super::mcp_texts::source(dir, a.id.as_deref()?, i))
+        }));
+    }
     let mut h = Sha256::new();
     h.update(format!("{config:?}").as_bytes());
     for p in &problems {

@@ -15,6 +15,7 @@ pub mod enriched;
 pub mod family;
 pub mod fingerprint;
 pub mod mcp_config;
+pub mod mcp_texts;
 pub mod mcp_tool;
 pub mod mcp_tools;
 pub mod naming;
@@ -322,6 +323,9 @@ fn add_mcp_servers(
                     read_only: entry.read_only,
                 };
                 let (api, mut eps) = mcp_tools::endpoints(id, serving, listing, i, problems);
+                if let Some(dir) = &config.data_dir {
+                    mcp_texts::lay_over(dir, &api, &mut eps, problems);
+                }
                 apis.push(api);
                 endpoints.append(&mut eps);
             }

@@ -128,12 +128,23 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 pub fn run(args: EnrichArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.catalog.config()?;
     let mut problems = Vec::new();
-    let sources = catalog::expand_sources(&cfg, &mut problems);
+    let mut sources = catalog::expand_sources(&cfg, &mut problems);
+    if cfg.apis.iter().any(|a| a.mcp.is_some()) && args.degrade.is_none() {
+        // Each server's tools, as it lists them now, written out for the run.
+        let listings = shortlist::upstream::list_once(&cfg);
+        let data_dir = args.catalog.data_dir(Some(&cfg))?;
+        sources.extend(en::mcp_servers::documents(
+            &cfg,
+            &listings,
+            &data_dir,
+            &mut problems,
+        ));
+    }
     for p in &problems {
         eprintln!("{p}");
     }
     if sources.is_empty() {
-        anyhow::bail!("the catalog holds no spec file");
+        anyhow::bail!("the catalog holds no spec file and no MCP server that could be listed");
     }
     if let Some(dir) = &args.degrade {
         return degrade(&sources, dir, args.keep_endpoint_texts);

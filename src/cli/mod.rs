@@ -77,6 +77,11 @@ impl CatalogArgs {
         if cfg.apis.is_empty() {
             anyhow::bail!("no catalog given: pass --config FILE or spec paths");
         }
+        // MCP servers' enriched texts live in the data folder (`catalog::mcp_texts`): the
+        // loader is told where it is.
+        if cfg.apis.iter().any(|a| a.mcp.is_some()) {
+            cfg.data_dir = Some(self.data_dir(Some(&cfg))?);
+        }
         Ok(cfg)
     }
 

@@ -37,6 +37,7 @@ pub mod heuristic;
 pub mod heuristic_examples;
 pub mod llm;
 pub mod llm_json;
+pub mod mcp_servers;
 pub mod plan;
 pub mod prompts;
 pub mod rejections;
