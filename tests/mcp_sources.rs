@@ -474,17 +474,30 @@ async fn an_upstream_elicitation_reaches_the_person_who_can_answer_it() {
         "{doc:#}"
     );
     assert!(!declined.contains("accept"), "{doc:#}");
-    // A 2026-07-28 client is not asked through a shared connection either.
+    // A 2026-07-28 client is asked through the call's result (input_required): the call
+    // waits, parked, for the retry that carries the answer.
     let (doc, ok, err) = python_client_args(
-        Target::Stdio(serve),
+        Target::Stdio(serve.clone()),
         "auto",
-        steps,
+        steps.clone(),
         &[],
         &["--elicit-answer", r#"{"password": "hunter2"}"#],
     )
     .await;
     assert!(ok, "{err}\n{doc:#}");
-    assert!(!line(&doc).contains("hunter2"), "{doc:#}");
+    assert_eq!(doc["protocolVersion"], "2026-07-28", "{doc:#}");
+    let answered = line(&doc);
+    assert!(
+        answered.contains(r#""action":"accept""#) && answered.contains("hunter2"),
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["elicitations"][0]["message"], "[MCP server 'own'] Your password?",
+        "{doc:#}"
+    );
+    // ... and one that declared no elicitation is not.
+    let doc = python_client(Target::Stdio(serve), "auto", steps).await;
+    assert!(!line(&doc).contains("accept"), "{doc:#}");
 }
 
 /// The real server-everything listening on 127.0.0.1 in `mode` (`sse`, `streamableHttp`):

@@ -20,6 +20,7 @@ use super::clients::ClientKey;
 use super::consent;
 use super::exposure::Era;
 use super::meta_tools::{self, CALL_TOOL, DESCRIBE_TOOL, FIND_TOOLS};
+use super::parked;
 use super::state::{error_result, json_result, CallResult, Caller, ServerState};
 use super::visibility::Sight;
 use rmcp::model::{
@@ -116,26 +117,34 @@ impl ShortlistServer {
 
     /// Calls the endpoint `name` for this request's caller: the one path behind a direct
     /// call and `call_tool`. `Err` is the message for a name the caller has no tool of.
-    /// An API that needs the person's consent first asks for it ([`consent`]);
-    /// `answered` is what a 2026-07-28 retry brings back.
+    /// An API that needs the person's consent first asks for it ([`consent`]); an
+    /// upstream's question to a 2026-07-28 client parks the call ([`parked`]); `retry` is
+    /// what a 2026-07-28 retry brings back.
     async fn call_endpoint(
         &self,
         ctx: &RequestContext<RoleServer>,
         name: &str,
         args: &JsonObject,
-        answered: Option<&InputResponses>,
+        retry: Retry<'_>,
     ) -> Result<CallToolResponse, String> {
-        let mut caller = self.caller(ctx);
-        let relay = progress(ctx);
-        caller.hooks.progress = relay.as_ref().map(|(sink, _)| sink.clone());
-        caller.hooks.ask = asker(ctx);
-        let called = self.state.call_endpoint(&caller, name, args).await;
-        // What the upstream reported reaches the client before the result does.
-        caller.hooks = Default::default();
-        if let Some((sink, delivered)) = relay {
-            drop(sink);
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), delivered).await;
-        }
+        let called = match parking(ctx) {
+            Some((form, url)) => match self.call_parked(ctx, name, args, retry, form, url).await {
+                parked::Step::Asked(r) => return Ok(*r),
+                parked::Step::Done(c) => c,
+            },
+            None => {
+                let mut caller = self.caller(ctx);
+                let relay = progress(ctx);
+                caller.hooks.progress = relay.as_ref().map(|(sink, _)| sink.clone());
+                caller.hooks.ask = asker(ctx);
+                let called = self.state.call_endpoint(&caller, name, args).await;
+                // What the upstream reported reaches the client before the result does.
+                drop(caller);
+                delivered(relay).await;
+                called
+            }
+        };
+        let caller = self.caller(ctx);
         let Some(called) = called else {
             return Err(self.state.unknown_tool(name, &caller.sight));
         };
@@ -143,7 +152,7 @@ impl ShortlistServer {
             CallResult::Done(r) => return Ok(r.into()),
             CallResult::Consent { api, link, state } => (api, link, state),
         };
-        match consent::ask(ctx, era(ctx), &api, &link, &state, answered).await {
+        match consent::ask(ctx, era(ctx), &api, &link, &state, retry.answered).await {
             consent::Asked::Answer(r) => Ok(*r),
             consent::Asked::Retry => match self.state.call_endpoint(&caller, name, args).await {
                 Some(CallResult::Done(r)) => Ok(r.into()),
@@ -153,6 +162,46 @@ impl ShortlistServer {
                 None => Err(self.state.unknown_tool(name, &caller.sight)),
             },
         }
+    }
+
+    /// A 2026-07-28 client's call that an upstream may ask questions during: run in a task
+    /// of its own and parked at a question, or the parked call `retry` names resumed with
+    /// the person's answer.
+    async fn call_parked(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        name: &str,
+        args: &JsonObject,
+        retry: Retry<'_>,
+        form: bool,
+        url: bool,
+    ) -> parked::Step {
+        let parked = self.state.parked();
+        let mut caller = self.caller(ctx);
+        let owner = match &caller.person {
+            Some(p) => p.sub.clone(),
+            None => caller.key.to_string(),
+        };
+        if let Some(state) = retry.state {
+            return match parked.resume(state, &owner, name, retry.answered) {
+                Some(running) => parked.drive(running, &owner, name).await,
+                None => parked::Step::Done(Some(CallResult::Done(parked::gone()))),
+            };
+        }
+        let (ask, questions) = parked::asker(form, url);
+        let relay = progress(ctx);
+        caller.hooks.progress = relay.as_ref().map(|(sink, _)| sink.clone());
+        caller.hooks.ask = Some(ask);
+        let state = Arc::clone(&self.state);
+        let (tool, args) = (name.to_string(), args.clone());
+        let call = tokio::spawn(async move { state.call_endpoint(&caller, &tool, &args).await });
+        let step = parked
+            .drive(parked::Running { call, questions }, &owner, name)
+            .await;
+        if matches!(step, parked::Step::Done(_)) {
+            delivered(relay).await;
+        }
+        step
     }
 
     /// Who this request comes from and what it may see.
@@ -243,10 +292,35 @@ fn progress(
     Some((sink, delivered))
 }
 
+/// What a 2026-07-28 retry brings back: the person's answers, and the state naming the
+/// call they answer.
+#[derive(Clone, Copy)]
+struct Retry<'a> {
+    answered: Option<&'a InputResponses>,
+    state: Option<&'a str>,
+}
+
+/// For a 2026-07-28 client that declared elicitation, the kinds it takes (forms, URLs):
+/// its calls may be parked at an upstream's question ([`parked`]).
+fn parking(ctx: &RequestContext<RoleServer>) -> Option<(bool, bool)> {
+    if era(ctx) != Era::Stateless {
+        return None;
+    }
+    let can = ctx.client_capabilities().and_then(|c| c.elicitation)?;
+    Some((can.form.is_some() || can.url.is_none(), can.url.is_some()))
+}
+
+/// Waits (a moment at most) for a call's progress to reach the client before its result.
+async fn delivered(relay: Option<(crate::upstream::Progress, tokio::task::JoinHandle<()>)>) {
+    if let Some((sink, delivered)) = relay {
+        drop(sink);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), delivered).await;
+    }
+}
+
 /// Who asks the person for what an upstream wants to know during their call: a
 /// session-era client that declared elicitation, for the kinds it declared. The
-/// 2026-07-28 revision asks through the call's own result instead (which a shared upstream
-/// connection cannot hold open across requests), so its clients are not asked here.
+/// 2026-07-28 revision asks through the call's own result instead ([`parking`]).
 fn asker(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::elicit::Asker> {
     if era(ctx) != Era::Sessions {
         return None;
@@ -350,8 +424,11 @@ impl ServerHandler for ShortlistServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let answered = request.input_responses.as_ref();
-        let args = request.arguments.unwrap_or_default();
+        let retry = Retry {
+            answered: request.input_responses.as_ref(),
+            state: request.request_state.as_deref(),
+        };
+        let args = request.arguments.clone().unwrap_or_default();
         let name = request.name.as_ref();
         match name {
             FIND_TOOLS => Ok(self.find_tools(&ctx, &args).await),
@@ -370,7 +447,7 @@ impl ServerHandler for ShortlistServer {
                 }
                 Ok(
                     match self
-                        .call_endpoint(&ctx, &call.name, &call.arguments, answered)
+                        .call_endpoint(&ctx, &call.name, &call.arguments, retry)
                         .await
                     {
                         Ok(r) => r,
@@ -380,7 +457,7 @@ impl ServerHandler for ShortlistServer {
             }
             // MCP makes an unknown tool a protocol error (-32602).
             _ => self
-                .call_endpoint(&ctx, name, &args, answered)
+                .call_endpoint(&ctx, name, &args, retry)
                 .await
                 .map_err(|unknown| McpError::invalid_params(unknown, None)),
         }

@@ -36,6 +36,7 @@ pub mod meta_tools;
 pub mod oauth;
 pub mod observed;
 pub mod outcome;
+pub mod parked;
 pub mod parse_error;
 pub mod probes;
 pub mod rate_limit;

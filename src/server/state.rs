@@ -99,6 +99,8 @@ pub struct ServerState {
     /// blocking thread each (a stack and a malloc cache apiece, resident until the thread
     /// idles out) on the embedder's lock.
     ranking: tokio::sync::Semaphore,
+    /// 2026-07-28 calls waiting for a person's answer to an upstream's question.
+    parked: super::parked::Parked,
 }
 
 impl ServerState {
@@ -122,7 +124,13 @@ impl ServerState {
             ranking: tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
             ),
+            parked: super::parked::Parked::default(),
         }
+    }
+
+    /// The calls waiting for a person's answer ([`super::parked`]).
+    pub fn parked(&self) -> &super::parked::Parked {
+        &self.parked
     }
 
     pub fn options(&self) -> &ServerOptions {

@@ -4,8 +4,9 @@
 //! (`elicitation/create`). Shortlist's connection to it is shared by everyone's calls, and
 //! the protocol does not say which call a request belongs to, so an elicitation reaches a
 //! person only when theirs is the one call in flight on that server and their client can
-//! answer one (a session-era client that declared elicitation, of the kind asked); in any
-//! other case it is declined, never answered on anyone's behalf. The person's client shows
+//! answer one (a session-era client that declared elicitation, of the kind asked, or a
+//! 2026-07-28 client asked through its call's result: `server::parked`); in any other case
+//! it is declined, never answered on anyone's behalf. The person's client shows
 //! the request with the server's id in front of its message, so it is never taken for
 //! shortlist's own question.
 
