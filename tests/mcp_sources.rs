@@ -452,7 +452,12 @@ async fn an_upstream_elicitation_reaches_the_person_who_can_answer_it() {
         "legacy",
         steps.clone(),
         &[],
-        &["--elicit-answer", r#"{"password": "hunter2"}"#],
+        &[
+            "--elicit-answer",
+            r#"{"password": "hunter2"}"#,
+            "--sample-answer",
+            "a sampled reply",
+        ],
     )
     .await;
     assert!(ok, "{err}\n{doc:#}");
@@ -461,6 +466,18 @@ async fn an_upstream_elicitation_reaches_the_person_who_can_answer_it() {
         answered.contains(r#""action":"accept""#) && answered.contains("hunter2"),
         "{doc:#}"
     );
+    // Sampling (older revisions) reaches the client that declared it; roots never do.
+    let said = text(step(&doc, 0));
+    assert!(
+        said.contains("sampling: answered") && said.contains("a sampled reply"),
+        "{said}"
+    );
+    assert_eq!(
+        doc["samplings"].as_array().map(Vec::len),
+        Some(1),
+        "{doc:#}"
+    );
+    assert!(said.contains("roots: error"), "{said}");
     let asked = &doc["elicitations"][0];
     assert_eq!(
         asked["message"], "[MCP server 'own'] Your password?",
@@ -468,6 +485,7 @@ async fn an_upstream_elicitation_reaches_the_person_who_can_answer_it() {
     );
     // The same call from a client that declared no elicitation: declined, nobody asked.
     let doc = python_client(Target::Stdio(serve.clone()), "legacy", steps.clone()).await;
+    assert!(text(step(&doc, 0)).contains("sampling: error"), "{doc:#}");
     let declined = line(&doc);
     assert!(
         declined.contains(r#""action":"decline""#) || declined.starts_with("elicitation: error"),

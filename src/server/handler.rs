@@ -137,6 +137,7 @@ impl ShortlistServer {
                 let relay = progress(ctx);
                 caller.hooks.progress = relay.as_ref().map(|(sink, _)| sink.clone());
                 caller.hooks.ask = asker(ctx);
+                caller.hooks.sample = sampler(ctx);
                 let called = self.state.call_endpoint(&caller, name, args).await;
                 // What the upstream reported reaches the client before the result does.
                 drop(caller);
@@ -345,6 +346,23 @@ fn asker(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::elicit::As
                 .await
                 .map_err(|e| e.to_string())
         })
+    }))
+}
+
+/// Whose model an upstream's sampling request during their call goes to: a session-era
+/// client that declared sampling (deprecated in 2026-07-28, so never one of that revision).
+/// The client shows the request to its person before its model answers, as it would for
+/// any server's.
+#[allow(deprecated)]
+fn sampler(ctx: &RequestContext<RoleServer>) -> Option<crate::upstream::elicit::Sampler> {
+    if era(ctx) != Era::Sessions {
+        return None;
+    }
+    ctx.client_capabilities().and_then(|c| c.sampling)?;
+    let peer = ctx.peer.clone();
+    Some(std::sync::Arc::new(move |params| {
+        let peer = peer.clone();
+        Box::pin(async move { peer.create_message(params).await.map_err(|e| e.to_string()) })
     }))
 }
 

@@ -10,7 +10,13 @@
 //! the request with the server's id in front of its message, so it is never taken for
 //! shortlist's own question.
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+// Sampling is deprecated in the newest revision; upstreams on older ones still ask for it.
+#![allow(deprecated)]
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,19 +28,36 @@ pub type Asker = Arc<
         + Sync,
 >;
 
+/// Has the person behind a call's client sample its model: the client's answer, or why it
+/// could not be had.
+pub type Sampler = Arc<
+    dyn Fn(
+            CreateMessageRequestParams,
+        ) -> futures::future::BoxFuture<'static, Result<CreateMessageResult, String>>
+        + Send
+        + Sync,
+>;
+
+/// Who can be asked on behalf of one call.
+#[derive(Clone, Default)]
+pub struct Askers {
+    pub ask: Option<Asker>,
+    pub sample: Option<Sampler>,
+}
+
 /// The calls in flight on one server, each with the person to ask, if they can be asked.
 #[derive(Clone, Default)]
 pub struct InFlight {
-    calls: Arc<Mutex<BTreeMap<u64, Option<Asker>>>>,
+    calls: Arc<Mutex<BTreeMap<u64, Askers>>>,
     next: Arc<AtomicU64>,
 }
 
 impl InFlight {
     /// Counts a call in flight until the guard is dropped.
-    pub fn enter(&self, ask: Option<Asker>) -> Entered {
+    pub fn enter(&self, askers: Askers) -> Entered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut c) = self.calls.lock() {
-            c.insert(id, ask);
+            c.insert(id, askers);
         }
         Entered {
             flight: self.clone(),
@@ -42,13 +65,25 @@ impl InFlight {
         }
     }
 
+    /// Who may be asked now: those of the one call in flight.
+    fn sole(&self) -> Askers {
+        let Ok(calls) = self.calls.lock() else {
+            return Askers::default();
+        };
+        match calls.len() {
+            1 => calls.values().next().cloned().unwrap_or_default(),
+            _ => Askers::default(),
+        }
+    }
+
     /// Who an elicitation now goes to: the asker of the one call in flight, if it has one.
     pub fn sole_asker(&self) -> Option<Asker> {
-        let calls = self.calls.lock().ok()?;
-        match calls.len() {
-            1 => calls.values().next().cloned().flatten(),
-            _ => None,
-        }
+        self.sole().ask
+    }
+
+    /// Whose model a sampling request now goes to, likewise.
+    pub fn sole_sampler(&self) -> Option<Sampler> {
+        self.sole().sample
     }
 }
 
@@ -95,15 +130,21 @@ mod tests {
     fn only_the_one_call_in_flight_is_asked() {
         let f = InFlight::default();
         assert!(f.sole_asker().is_none());
-        let a = f.enter(Some(asker()));
+        let a = f.enter(Askers {
+            ask: Some(asker()),
+            sample: None,
+        });
         assert!(f.sole_asker().is_some());
         // A second call, of someone who cannot be asked: the request is nobody's now.
-        let b = f.enter(None);
+        let b = f.enter(Askers::default());
         assert!(f.sole_asker().is_none());
         drop(a);
         assert!(f.sole_asker().is_none(), "the remaining call has no asker");
         drop(b);
-        let _c = f.enter(Some(asker()));
+        let _c = f.enter(Askers {
+            ask: Some(asker()),
+            sample: None,
+        });
         assert!(f.sole_asker().is_some());
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! It advertises no capability (no roots, no sampling, no elicitation): an upstream may
 //! ask its client for them, and shortlist never answers on a person's behalf. An
-//! elicitation is passed to the person whose call it belongs to where that can be known
-//! ([`super::elicit`]), and declined otherwise. What it
+//! elicitation or a sampling request is passed to the person whose call it belongs to
+//! where that can be known ([`super::elicit`]), and declined otherwise. Roots are always
+//! declined: they name folders on the person's machine, which a server behind shortlist
+//! (running where shortlist runs, and shared on a team server) is not told. What it
 //! listens for is `notifications/tools/list_changed`, which makes the server's owner list
 //! it again, and the progress of calls that asked for it ([`super::progress`]).
 
@@ -106,10 +108,17 @@ impl ClientHandler for Handler {
 
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::method_not_found::<CreateMessageRequestMethod>())
+        let Some(sample) = self.in_flight.sole_sampler() else {
+            tracing::info!(server = %self.server, "a sampling request nobody can answer was refused");
+            return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>());
+        };
+        sample(params).await.map_err(|why| {
+            tracing::info!(server = %self.server, "a sampling request was refused: {why}");
+            ErrorData::invalid_request(format!("the client did not sample: {why}"), None)
+        })
     }
 
     async fn on_logging_message(

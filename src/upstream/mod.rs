@@ -33,11 +33,13 @@ pub use pins::Pins;
 pub use progress::Progress;
 
 /// What a call passes on to the person behind it: the upstream's progress, and its
-/// elicitations where they can be asked ([`elicit`]).
+/// elicitations and sampling requests where they can be asked ([`elicit`]).
 #[derive(Clone, Default)]
 pub struct CallHooks {
     pub progress: Option<Progress>,
     pub ask: Option<elicit::Asker>,
+    /// Where the upstream's sampling requests go (session-era clients that declared it).
+    pub sample: Option<elicit::Sampler>,
 }
 /// A person's own token for one call, and whose it is: the call goes over that person's
 /// own connection ([`personal`]).

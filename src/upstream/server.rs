@@ -345,7 +345,10 @@ impl Server {
         params: CallToolRequestParams,
         hooks: super::CallHooks,
     ) -> Result<CallToolResult, rmcp::ServiceError> {
-        let _in_flight = self.in_flight.enter(hooks.ask);
+        let _in_flight = self.in_flight.enter(super::elicit::Askers {
+            ask: hooks.ask,
+            sample: hooks.sample,
+        });
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())

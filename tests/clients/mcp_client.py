@@ -25,6 +25,9 @@ scripts/setup-test-tools.sh) so that a real, independent client checks the serve
 --elicit-answer JSON  declare elicitation and accept each form elicitation with this
                content (recorded under "elicitations"; URL ones are declined).
 
+--sample-answer TEXT  declare sampling and answer each sampling/createMessage with TEXT
+               (the requests recorded under "samplings").
+
 --consent-as LOGIN  handle URL elicitations (the client then declares elicitation): open the
                link as a person would (tests/clients/browser_consent.py signs in at the test
                provider as LOGIN and allows access), then accept. Each is recorded under
@@ -212,8 +215,17 @@ async def main_async(args, steps: list[dict], doc: dict) -> None:
             entry["page"] = await browser_consent.consent(entry["url"], args.consent_as)
             return types.ElicitResult(action="accept")
 
+    sampling = None
+    if args.sample_answer:
+        doc["samplings"] = []
+
+        async def sampling(context, params):
+            doc["samplings"].append(dump(params))
+            return types.CreateMessageResult(role="assistant", model="test-model",
+                                             content=types.TextContent(text=args.sample_answer))
+
     client = Client(server, mode=mode, message_handler=on_message, read_timeout_seconds=args.timeout,
-                    client_info=info, elicitation_callback=elicitation)
+                    client_info=info, elicitation_callback=elicitation, sampling_callback=sampling)
     async with AsyncExitStack() as stack:
         if args.header and not args.sse:  # a caller-supplied httpx client must be open before the transport uses it
             await stack.enter_async_context(http)
@@ -294,6 +306,7 @@ def main() -> int:
     ap.add_argument("--consent-as", help="handle URL elicitations by consenting as this login")
     ap.add_argument("--consent-deny", action="store_true", help="decline URL elicitations")
     ap.add_argument("--elicit-answer", help="accept form elicitations with this JSON content")
+    ap.add_argument("--sample-answer", help="declare sampling and answer each request with this text")
     ap.add_argument("--total-timeout", type=float, default=120, help="whole run (s)")
     args = ap.parse_args()
 
