@@ -111,7 +111,7 @@ const EXCHANGE: &str = "{ kind = \"token_exchange\", client_id = \"shortlist-ser
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_calls_an_mcp_server_with_their_own_token() {
-    let s = Setup::new(&[]).await;
+    let s = Setup::new(&["--users", "alice=eng,admins;bob=sales;carol="]).await;
     let issuer = s.idp.issuer.clone();
     let prot = Protected::start(&issuer, None).await;
     let liar = Protected::start(&issuer, Some("http://127.0.0.1:9")).await;
@@ -141,7 +141,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
         entry("liar", &liar.url, Some("LIAR_LIST"), EXCHANGE),
         entry("bare", &bare.url, None, EXCHANGE),
         entry("machine", &prot.url, None, &machine),
-        s.auth(""),
+        s.auth("admins = { groups = [\"admins\"] }"),
     ]
     .concat();
     let config = s.config(&body);
@@ -273,6 +273,25 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     let found = result_text(&r);
     assert!(found.contains("prot__whoami"), "{found}");
     assert!(!found.contains("bare__"), "{found}");
+
+    // One connection per server and person: alice's and bob's to `prot`, carol's to `notes`.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("shortlist_mcp_personal_connections 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("shortlist_mcp_parked_calls 0"),
+        "{metrics}"
+    );
 }
 
 /// The answer text of a Python client step.

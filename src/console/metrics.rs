@@ -50,6 +50,10 @@ async fn metrics(
         }
         let held = u.pins().map(|p| p.held_counts()).unwrap_or_default();
         crate::telemetry::metrics::mcp_servers(&states, &held);
+        crate::telemetry::metrics::mcp_waiting(
+            u.personal_connections(),
+            console.server().parked().len(),
+        );
     }
     match crate::telemetry::metrics::render() {
         Some(text) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], text).into_response(),

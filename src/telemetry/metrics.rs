@@ -57,6 +57,10 @@ pub const MCP_UPSTREAM_DURATION: &str = "shortlist_mcp_upstream_call_duration_se
 pub const MCP_SERVERS: &str = "shortlist_mcp_servers";
 /// Gauge: tools an MCP server lists that are held for review, by `server`.
 pub const MCP_TOOLS_HELD: &str = "shortlist_mcp_tools_held";
+/// Gauge: connections to MCP servers that carry one person's own token.
+pub const MCP_PERSONAL_CONNECTIONS: &str = "shortlist_mcp_personal_connections";
+/// Gauge: calls of 2026-07-28 clients parked until the person answers an upstream's question.
+pub const MCP_PARKED_CALLS: &str = "shortlist_mcp_parked_calls";
 
 /// Histogram buckets in seconds: a ranked answer takes milliseconds, an upstream call up to
 /// its timeout, a reload of a large catalog minutes.
@@ -176,6 +180,20 @@ fn describe() {
     );
     describe_gauge!(MCP_SERVERS, "the catalog's MCP servers by state");
     describe_gauge!(MCP_TOOLS_HELD, "MCP tools held for review, by server");
+    describe_gauge!(
+        MCP_PERSONAL_CONNECTIONS,
+        "connections to MCP servers carrying one person's own token"
+    );
+    describe_gauge!(
+        MCP_PARKED_CALLS,
+        "calls waiting for a person's answer to an upstream's question"
+    );
+}
+
+/// The personal connections open and the calls parked for an answer, as scraped.
+pub fn mcp_waiting(personal: usize, parked: usize) {
+    gauge!(MCP_PERSONAL_CONNECTIONS).set(personal as f64);
+    gauge!(MCP_PARKED_CALLS).set(parked as f64);
 }
 
 /// One call to an upstream MCP server's tool: `Some(is_error)` when it answered.
