@@ -130,7 +130,8 @@ impl ShortlistServer {
         let called = match parking(ctx) {
             Some((form, url)) => match self.call_parked(ctx, name, args, retry, form, url).await {
                 parked::Step::Asked(r) => return Ok(*r),
-                parked::Step::Done(c) => c,
+                parked::Step::Done(Ok(c)) => c,
+                parked::Step::Done(Err(why)) => Some(CallResult::Done(error_result(why))),
             },
             None => {
                 let mut caller = self.caller(ctx);
@@ -176,7 +177,7 @@ impl ShortlistServer {
         retry: Retry<'_>,
         form: bool,
         url: bool,
-    ) -> parked::Step {
+    ) -> parked::Step<Option<CallResult>> {
         let parked = self.state.parked();
         let mut caller = self.caller(ctx);
         let owner = match &caller.person {
@@ -186,7 +187,7 @@ impl ShortlistServer {
         if let Some(state) = retry.state {
             return match parked.resume(state, &owner, name, retry.answered) {
                 Some(running) => parked.drive(running, &owner, name).await,
-                None => parked::Step::Done(Some(CallResult::Done(parked::gone()))),
+                None => parked::Step::Done(Ok(Some(CallResult::Done(parked::gone())))),
             };
         }
         let (ask, questions) = parked::asker(form, url);

@@ -13,7 +13,6 @@
 //! or comes after [`WAIT`], finds nothing and is told to call again; its question is
 //! declined upstream. A state is used once, and only by whoever it was made for.
 
-use super::state::CallResult;
 use crate::upstream::elicit::Asker;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
@@ -35,32 +34,39 @@ type Reply = oneshot::Sender<Result<ElicitResult, String>>;
 /// A question from the upstream, and where its answer goes.
 pub type Question = (ElicitRequestParams, Reply);
 
-/// A call going on in its own task, and the questions it asks.
-pub struct Running {
-    pub call: tokio::task::JoinHandle<Option<CallResult>>,
+/// A call going on in its own task, ending in a `T`, and the questions it asks.
+pub struct Running<T> {
+    pub call: tokio::task::JoinHandle<T>,
     pub questions: mpsc::Receiver<Question>,
 }
 
-struct Waiting {
+struct Waiting<T> {
     owner: String,
     tool: String,
-    running: Running,
+    running: Running<T>,
     reply: Reply,
     since: Instant,
 }
 
 /// What driving a call came to.
-pub enum Step {
-    /// The call ended (`None`: the caller has no such tool).
-    Done(Option<CallResult>),
+pub enum Step<T> {
+    /// The call ended (`Err`: its task failed, said).
+    Done(Result<T, String>),
     /// It asks the person: the answer for the client.
     Asked(Box<CallToolResponse>),
 }
 
 /// The calls parked on this replica (see the module documentation).
-#[derive(Default)]
-pub struct Parked {
-    calls: Mutex<HashMap<String, Waiting>>,
+pub struct Parked<T> {
+    calls: Mutex<HashMap<String, Waiting<T>>>,
+}
+
+impl<T> Default for Parked<T> {
+    fn default() -> Self {
+        Parked {
+            calls: Mutex::default(),
+        }
+    }
 }
 
 /// An asker that hands each question of a call to [`Parked::drive`], for a client that
@@ -90,14 +96,12 @@ pub fn asker(form: bool, url: bool) -> (Asker, mpsc::Receiver<Question>) {
     (ask, rx)
 }
 
-impl Parked {
+impl<T> Parked<T> {
     /// Waits for `running`: its end, or its next question, upon which it is parked for
     /// `owner` and `tool` and the person is asked.
-    pub async fn drive(&self, mut running: Running, owner: &str, tool: &str) -> Step {
+    pub async fn drive(&self, mut running: Running<T>, owner: &str, tool: &str) -> Step<T> {
         tokio::select! {
-            ended = &mut running.call => Step::Done(ended.unwrap_or_else(|e| {
-                Some(CallResult::Done(failed(&format!("the call failed: {e}"))))
-            })),
+            ended = &mut running.call => Step::Done(ended.map_err(|e| format!("the call failed: {e}"))),
             Some((question, reply)) = running.questions.recv() => {
                 let state = uuid::Uuid::new_v4().simple().to_string();
                 self.park(state.clone(), Waiting {
@@ -127,7 +131,7 @@ impl Parked {
         owner: &str,
         tool: &str,
         answered: Option<&InputResponses>,
-    ) -> Option<Running> {
+    ) -> Option<Running<T>> {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let fits = calls
             .get(state)
@@ -144,7 +148,7 @@ impl Parked {
         Some(w.running)
     }
 
-    fn park(&self, state: String, waiting: Waiting) {
+    fn park(&self, state: String, waiting: Waiting<T>) {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         // Dropped, a question's reply declines it upstream and its call ends unheard.
         calls.retain(|_, w| w.since.elapsed() < WAIT);
@@ -172,14 +176,10 @@ impl Parked {
 
 /// The answer to a retry whose call is not here.
 pub fn gone() -> CallToolResult {
-    failed(
+    CallToolResult::error(vec![ContentBlock::text(
         "the call that asked this question is no longer waiting (it ended, timed out, or ran \
          on another replica of this server): call the tool again",
-    )
-}
-
-fn failed(why: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(why.to_string())])
+    )])
 }
 
 #[cfg(test)]
@@ -198,7 +198,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_question_parks_the_call_for_its_owner_only() {
-        let parked = Parked::default();
+        let parked = Parked::<CallToolResult>::default();
         let (ask, questions) = asker(true, false);
         let call = tokio::spawn(async move {
             let answer = ask(form()).await;
@@ -206,9 +206,7 @@ mod tests {
                 Ok(a) => format!("{:?} {}", a.action, a.content.unwrap_or_default()),
                 Err(e) => e,
             };
-            Some(CallResult::Done(CallToolResult::success(vec![
-                ContentBlock::text(said),
-            ])))
+            CallToolResult::success(vec![ContentBlock::text(said)])
         });
         let step = parked
             .drive(Running { call, questions }, "alice", "t")
@@ -241,8 +239,7 @@ mod tests {
             parked.resume(&state, "alice", "t", None).is_none(),
             "used once"
         );
-        let Step::Done(Some(CallResult::Done(r))) = parked.drive(running, "alice", "t").await
-        else {
+        let Step::Done(Ok(r)) = parked.drive(running, "alice", "t").await else {
             panic!("the call ended")
         };
         let text = serde_json::to_value(&r).unwrap()["content"][0]["text"].clone();

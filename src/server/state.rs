@@ -100,7 +100,7 @@ pub struct ServerState {
     /// idles out) on the embedder's lock.
     ranking: tokio::sync::Semaphore,
     /// 2026-07-28 calls waiting for a person's answer to an upstream's question.
-    parked: super::parked::Parked,
+    parked: super::parked::Parked<Option<CallResult>>,
 }
 
 impl ServerState {
@@ -129,7 +129,7 @@ impl ServerState {
     }
 
     /// The calls waiting for a person's answer ([`super::parked`]).
-    pub fn parked(&self) -> &super::parked::Parked {
+    pub fn parked(&self) -> &super::parked::Parked<Option<CallResult>> {
         &self.parked
     }
 
