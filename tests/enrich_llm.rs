@@ -24,6 +24,24 @@ fn two_endpoint_spec() -> Value {
 
 const LABEL_HASH_LEN: usize = 8;
 
+/// `shortlist enrich` arguments for the model at `url`, one task per request, unchecked.
+fn one_task_per_request(url: &str) -> Vec<&str> {
+    vec![
+        "--llm-url",
+        url,
+        "--llm-model",
+        llm::MODEL,
+        "--concurrency",
+        "1",
+        "--max-tokens",
+        "128",
+        "--json",
+        "--per-task",
+        "--check",
+        "off",
+    ]
+}
+
 #[test]
 fn smollm2_enriches_a_small_spec_end_to_end_one_task_per_request() {
     let server = llm::LocalLlm::start();
@@ -32,22 +50,8 @@ fn smollm2_enriches_a_small_spec_end_to_end_one_task_per_request() {
     let original = std::fs::read(&spec).unwrap();
     let data = dir.path().join("data");
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "--llm-url",
-            &server.url,
-            "--llm-model",
-            llm::MODEL,
-            "--concurrency",
-            "1",
-            "--max-tokens",
-            "128",
-            "--json",
-            "--per-task",
-            "--check",
-            "off",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
+        let mut args = one_task_per_request(&server.url);
+        args.extend(["--data-dir", data.to_str().unwrap()]);
         args.extend_from_slice(extra);
         args.push(spec.to_str().unwrap());
         let r = enrich(&args);
@@ -357,22 +361,9 @@ fn smollm2_enriches_an_mcp_servers_thin_tools() {
         ),
     )
     .unwrap();
-    let r = enrich(&[
-        "-c",
-        config.to_str().unwrap(),
-        "--llm-url",
-        &server.url,
-        "--llm-model",
-        llm::MODEL,
-        "--concurrency",
-        "1",
-        "--max-tokens",
-        "128",
-        "--json",
-        "--per-task",
-        "--check",
-        "off",
-    ]);
+    let mut args = one_task_per_request(&server.url);
+    args.extend(["-c", config.to_str().unwrap()]);
+    let r = enrich(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let summary = r.summary();
     assert!(summary["requests"].as_u64().unwrap() > 0, "{summary}");

@@ -275,15 +275,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     assert!(!found.contains("bare__"), "{found}");
 
     // One connection per server and person: alice's and bob's to `prot`, carol's to `notes`.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", s.base))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = s.page("/metrics", &alice).await;
     assert!(
         metrics.contains("shortlist_mcp_personal_connections 3"),
         "{metrics}"

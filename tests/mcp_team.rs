@@ -376,15 +376,7 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
     assert_eq!(health["servers"][0]["held"], 1, "{health:#}");
 
     // The metrics count calls to the server and the tools it holds.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", s.base))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = s.page("/metrics", &alice).await;
     for line in [
         r#"shortlist_mcp_upstream_calls_total{server="own",result="ok"}"#,
         r#"shortlist_mcp_servers{state="running"} 1"#,
@@ -405,15 +397,7 @@ async fn tool_definitions_wait_for_review_on_every_replica() {
     };
     // rita reviews but is no admin: the log is not hers to read; the page of tools is.
     assert_eq!(status, 403, "{log}");
-    let page = reqwest::Client::new()
-        .get(format!("{}/console/tools?status=all", s.base))
-        .bearer_auth(&rita)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = s.page("/console/tools?status=all", &rita).await;
     assert!(
         page.contains("data-pin=") && page.contains("echo_v2"),
         "{page}"

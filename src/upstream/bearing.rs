@@ -78,6 +78,12 @@ pub struct Bearing {
 }
 
 type Headers = HashMap<HeaderName, HeaderValue>;
+
+/// The event bound rmcp's transport passes when none is configured.
+fn default_max() -> usize {
+    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::default()
+        .max_sse_event_size
+}
 type Stream = futures::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>;
 type Failed = StreamableHttpError<reqwest_mcp::Error>;
 
@@ -89,15 +95,18 @@ impl StreamableHttpClient for Bearing {
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
-        _auth: Option<String>,
+        auth: Option<String>,
         headers: Headers,
     ) -> Result<StreamableHttpPostResponse, Failed> {
-        let answered = self
-            .inner
-            .post_message(uri, message, session_id, self.slot.get(), headers)
-            .await;
-        self.slot.note(&answered);
-        answered
+        self.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth,
+            headers,
+            default_max(),
+        )
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -141,15 +150,18 @@ impl StreamableHttpClient for Bearing {
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
-        _auth: Option<String>,
+        auth: Option<String>,
         headers: Headers,
     ) -> Result<Stream, Failed> {
-        let answered = self
-            .inner
-            .get_stream(uri, session_id, last_event_id, self.slot.get(), headers)
-            .await;
-        self.slot.note(&answered);
-        answered
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth,
+            headers,
+            default_max(),
+        )
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(

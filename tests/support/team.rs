@@ -117,6 +117,20 @@ impl Setup {
         v["revoked"].as_array().map_or(0, Vec::len)
     }
 
+    /// The text of `GET {base}{path}` as the bearer of `token` (a console page, the
+    /// metrics).
+    pub async fn page(&self, path: &str, token: &str) -> String {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET a page")
+            .text()
+            .await
+            .expect("its text")
+    }
+
     /// An MCP access token for `person`.
     pub async fn token(&self, person: &str) -> String {
         self.idp.token(person, "mcp", None).await
