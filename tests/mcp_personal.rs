@@ -16,6 +16,7 @@
 //! - a server whose metadata names another authorization server than the `[auth]` issuer
 //!   gets nobody's token;
 //! - client credentials: the server is listed and called with one machine token;
+//! - a consent started before a restart completes after it;
 //! - a server whose calls carry people's tokens and that has no listing token says how to
 //!   give it one.
 
@@ -111,7 +112,7 @@ const EXCHANGE: &str = "{ kind = \"token_exchange\", client_id = \"shortlist-ser
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_calls_an_mcp_server_with_their_own_token() {
-    let s = Setup::new(&["--users", "alice=eng,admins;bob=sales;carol="]).await;
+    let s = Setup::new(&["--users", "alice=eng,admins;bob=sales;carol=;dave="]).await;
     let issuer = s.idp.issuer.clone();
     let prot = Protected::start(&issuer, None).await;
     let liar = Protected::start(&issuer, Some("http://127.0.0.1:9")).await;
@@ -145,22 +146,11 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     ]
     .concat();
     let config = s.config(&body);
-    let srv = s
-        .serve(
-            &config,
-            None,
-            &[],
-            &[("PROT_LIST", &listing), ("LIAR_LIST", &liar_listing)],
-        )
-        .await;
-    // Warnings naming the upstreams' URLs come before the listening line: wait for it.
-    let up = std::time::Instant::now();
-    while !srv.log.lock().unwrap().contains("serving MCP on")
-        && !srv.startup.contains("serving MCP on")
-    {
-        assert!(up.elapsed() < Duration::from_secs(120), "{}", srv.startup);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let env = [
+        ("PROT_LIST", listing.as_str()),
+        ("LIAR_LIST", liar_listing.as_str()),
+    ];
+    let srv = serve(&s, &config, &env).await;
     let mcp = s.audience.clone();
 
     // Token exchange, the audience read from the server's metadata: each person arrives
@@ -284,6 +274,75 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
         metrics.contains("shortlist_mcp_parked_calls 0"),
         "{metrics}"
     );
+
+    // A consent started before a restart completes after it: the new process reads the
+    // server's metadata again before it sends dave on and before it redeems the code.
+    let dave = s.token("dave").await;
+    let r = call(
+        &mcp,
+        &dave,
+        "call_tool",
+        json!({"name": "notes__whoami", "arguments": {}}),
+    )
+    .await;
+    let said = result_text(&r);
+    let link = said[said.find("http://").expect("a consent link")..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    drop(srv);
+    let _srv = serve(&s, &config, &env).await;
+    let page = browser(&link, "dave").await;
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Access allowed"),
+        "{page}"
+    );
+    let r = call(
+        &mcp,
+        &dave,
+        "call_tool",
+        json!({"name": "notes__whoami", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(result_text(&r), "sub=dave act=-", "{r}");
+}
+
+/// The team server on `config` with `env`, once it listens.
+async fn serve(
+    s: &Setup,
+    config: &std::path::Path,
+    env: &[(&str, &str)],
+) -> server_common::child_server::Started {
+    let srv = s.serve(config, None, &[], env).await;
+    // Warnings naming the upstreams' URLs come before the listening line: wait for it.
+    let up = std::time::Instant::now();
+    while !srv.log.lock().unwrap().contains("serving MCP on")
+        && !srv.startup.contains("serving MCP on")
+    {
+        assert!(up.elapsed() < Duration::from_secs(120), "{}", srv.startup);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    srv
+}
+
+/// Opens a consent link in the test browser as `login`: the page it ends on.
+async fn browser(link: &str, login: &str) -> Value {
+    let out = tokio::process::Command::new(python())
+        .arg(repo().join("tests/clients/browser_consent.py"))
+        .args([link, login])
+        .output()
+        .await
+        .expect("run browser_consent.py");
+    assert!(
+        out.status.success(),
+        "browser_consent.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("browser_consent.py JSON")
 }
 
 /// The answer text of a Python client step.

@@ -330,9 +330,20 @@ impl Invoker {
         upstreams.auth_for(&tool.server).await
     }
 
+    /// Reads MCP server `api`'s metadata now if its entry left settings out and they were
+    /// not read yet: a consent started on another replica (or before a restart) completes
+    /// here with the settings the call was made with.
+    pub async fn discover_auth(&self, api: &str) {
+        if let Some(u) = &self.upstreams {
+            if let Err(e) = u.auth_for(api).await {
+                tracing::debug!(api, "no MCP server settings read: {e}");
+            }
+        }
+    }
+
     /// The credential settings of `api` as calls use them: an MCP server's as read from its
-    /// metadata where its entry left something out, else `configured`. What a consent
-    /// that a call started is completed with.
+    /// metadata where its entry left something out ([`Invoker::discover_auth`]), else
+    /// `configured`. What a consent that a call started is completed with.
     pub fn auth_of(&self, api: &str, configured: Option<AuthConfig>) -> Option<AuthConfig> {
         self.upstreams
             .as_ref()

@@ -124,6 +124,9 @@ async fn callback(
     };
     let served = site.state.served();
     let invoker = site.state.invoker();
+    if let Ok(Some(pending)) = store.consent(state).await {
+        invoker.discover_auth(&pending.api).await;
+    }
     let auth_of =
         |api: &str| invoker.auth_of(api, served.api_config(api).and_then(|c| c.auth.clone()));
     let outcome = site

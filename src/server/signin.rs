@@ -283,6 +283,7 @@ pub async fn signed_in_back(
     }
     let served = site.state.served();
     let invoker = site.state.invoker();
+    invoker.discover_auth(&pending.api).await;
     let auth_of =
         |api: &str| invoker.auth_of(api, served.api_config(api).and_then(|c| c.auth.clone()));
     let target = match site
