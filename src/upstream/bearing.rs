@@ -62,10 +62,14 @@ impl TokenSlot {
         &self,
         answered: &Result<T, StreamableHttpError<E>>,
     ) {
-        if let Err(e) = answered {
-            if matches!(e, StreamableHttpError::AuthRequired(_)) || e.to_string().contains("401") {
-                self.refused.store(true, Ordering::SeqCst);
-            }
+        // A 401 with a challenge, or one without (rmcp then says `HTTP 401 ...`).
+        let refused = match answered {
+            Err(StreamableHttpError::AuthRequired(_)) => true,
+            Err(StreamableHttpError::UnexpectedServerResponse(m)) => m.starts_with("HTTP 401"),
+            _ => false,
+        };
+        if refused {
+            self.refused.store(true, Ordering::SeqCst);
         }
     }
 }
@@ -207,5 +211,16 @@ mod tests {
         slot.set(Some("b".into()));
         assert!(!slot.refused());
         assert_eq!(slot.get().as_deref(), Some("b"));
+        // Other failures say nothing of the token, whatever digits their text holds.
+        let other: Result<(), StreamableHttpError<std::io::Error>> = Err(
+            StreamableHttpError::UnexpectedServerResponse("HTTP 500: error 401 in body".into()),
+        );
+        slot.note(&other);
+        assert!(!slot.refused());
+        let bare: Result<(), StreamableHttpError<std::io::Error>> = Err(
+            StreamableHttpError::UnexpectedServerResponse("HTTP 401 Unauthorized: no".into()),
+        );
+        slot.note(&bare);
+        assert!(slot.refused());
     }
 }
