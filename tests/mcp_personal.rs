@@ -157,13 +157,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     // as themselves, the exchange made by shortlist.
     for person in ["alice", "bob"] {
         let token = s.token(person).await;
-        let r = call(
-            &mcp,
-            &token,
-            "call_tool",
-            json!({"name": "prot__whoami", "arguments": {}}),
-        )
-        .await;
+        let r = call_tool(&mcp, &token, "prot__whoami", json!({})).await;
         assert_eq!(
             result_text(&r),
             format!("sub={person} act=shortlist-server"),
@@ -174,21 +168,9 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     // A token the server stops accepting (revoked, say) is replaced once and the call made
     // again.
     let alice = s.token("alice").await;
-    let r = call(
-        &mcp,
-        &alice,
-        "call_tool",
-        json!({"name": "prot__reject_my_token", "arguments": {}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &alice, "prot__reject_my_token", json!({})).await;
     assert_eq!(result_text(&r), "rejected", "{r}");
-    let r = call(
-        &mcp,
-        &alice,
-        "call_tool",
-        json!({"name": "prot__note", "arguments": {"text": "hi"}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &alice, "prot__note", json!({"text": "hi"})).await;
     assert_eq!(result_text(&r), "alice noted hi", "{r}\n{}", prot.log());
     assert!(
         prot.log().contains("refused a rejected token"),
@@ -225,13 +207,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     );
 
     // A server pointing at another authorization server gets nobody's token.
-    let r = call(
-        &mcp,
-        &alice,
-        "call_tool",
-        json!({"name": "liar__whoami", "arguments": {}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &alice, "liar__whoami", json!({})).await;
     let said = result_text(&r);
     assert!(r["isError"] == json!(true), "{r}");
     assert!(
@@ -241,13 +217,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     assert!(!liar.log().contains("sub=alice"), "{}", liar.log());
 
     // Client credentials: one machine token, for listing and for everyone's calls.
-    let r = call(
-        &mcp,
-        &alice,
-        "call_tool",
-        json!({"name": "machine__whoami", "arguments": {}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &alice, "machine__whoami", json!({})).await;
     assert_eq!(result_text(&r), "sub=shortlist-server act=-", "{r}");
 
     // Without a listing token, its tools are not listed, and the log says what to set.
@@ -278,13 +248,7 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
     // A consent started before a restart completes after it: the new process reads the
     // server's metadata again before it sends dave on and before it redeems the code.
     let dave = s.token("dave").await;
-    let r = call(
-        &mcp,
-        &dave,
-        "call_tool",
-        json!({"name": "notes__whoami", "arguments": {}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &dave, "notes__whoami", json!({})).await;
     let said = result_text(&r);
     let link = said[said.find("http://").expect("a consent link")..]
         .split_whitespace()
@@ -301,14 +265,19 @@ async fn each_person_calls_an_mcp_server_with_their_own_token() {
             .contains("Access allowed"),
         "{page}"
     );
-    let r = call(
-        &mcp,
-        &dave,
-        "call_tool",
-        json!({"name": "notes__whoami", "arguments": {}}),
-    )
-    .await;
+    let r = call_tool(&mcp, &dave, "notes__whoami", json!({})).await;
     assert_eq!(result_text(&r), "sub=dave act=-", "{r}");
+}
+
+/// `call_tool` of `name` with `arguments` as the bearer of `token`: the result object.
+async fn call_tool(mcp: &str, token: &str, name: &str, arguments: Value) -> Value {
+    call(
+        mcp,
+        token,
+        "call_tool",
+        json!({"name": name, "arguments": arguments}),
+    )
+    .await
 }
 
 /// The team server on `config` with `env`, once it listens.
